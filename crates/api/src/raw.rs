@@ -1,0 +1,129 @@
+//! The raw byte-level engine interface. Engines implement it once; the typed reth-shaped layer
+//! ([`crate::typed`]) is written once on top of it, generically.
+//!
+//! Tables are addressed by their catalogue entry ([`Tables`]), which carries the name and the
+//! dupsort flag (and, for dupsort tables, the fixed key length a sorted-key engine needs).
+//! Keys and values are the exact bytes reth writes. Every method follows MDBX's semantics, which
+//! the conformance suite pins for every engine.
+//!
+//! Transactions and cursors are owned (`'static`, no borrowed environment): reth requires
+//! `Database::TX: Send + Sync + 'static` and cursors without a lifetime.
+
+use crate::{DatabaseError, tables::Tables};
+use std::{fmt::Debug, path::PathBuf};
+
+/// A key and a value, owned.
+pub type RawPair = (Vec<u8>, Vec<u8>);
+/// Result of every raw operation.
+pub type RawResult<T> = Result<T, DatabaseError>;
+
+/// A storage engine holding reth's tables as bytes.
+pub trait RawEngine: Send + Sync + Debug + 'static {
+    type Tx: RawTx;
+    type TxMut: RawTxMut;
+
+    /// Short engine name used in errors and metrics (`mdbx`, `rocksdb`, `model`, `hybrid`).
+    fn engine_name(&self) -> &'static str;
+
+    /// Directory the engine lives in.
+    fn path(&self) -> PathBuf;
+
+    /// A read-only snapshot: commits that happen after this call are invisible to it.
+    fn begin_ro(&self) -> RawResult<Self::Tx>;
+
+    /// A read-write transaction; it sees its own uncommitted writes. Engines allow one at a time
+    /// (a second `begin_rw` blocks until the first ends).
+    fn begin_rw(&self) -> RawResult<Self::TxMut>;
+}
+
+/// Reads. `get` on a dupsort table returns the first (smallest) duplicate.
+pub trait RawTx: Send + Sync + Debug + 'static {
+    type Cursor: RawCursor;
+
+    /// `Ok(None)` when the key is absent.
+    fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>>;
+
+    /// A new, unpositioned cursor over `table` in this transaction.
+    fn cursor(&self, table: Tables) -> RawResult<Self::Cursor>;
+
+    /// Number of rows; on dupsort tables every duplicate counts.
+    fn entries(&self, table: Tables) -> RawResult<usize>;
+
+    /// Ends the transaction; for a read-write one, makes its writes durable and visible.
+    /// Cursors still alive become unusable (their calls return an error).
+    fn commit(self) -> RawResult<()>;
+
+    /// Ends the transaction, dropping its writes.
+    fn abort(self);
+}
+
+/// Writes. All take `&self` (as reth's `DbTxMut`): engines serialize them internally.
+pub trait RawTxMut: RawTx {
+    type CursorMut: RawCursorMut;
+
+    /// Upsert. On a plain table replaces the value; on a dupsort table adds the value as a
+    /// duplicate (a no-op if that exact duplicate exists).
+    fn put(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()>;
+
+    /// Like `put`, but the key must be greater than or equal to (dupsort: the pair greater than)
+    /// the last one in the table; otherwise a `Write` error with code `KEY_MISMATCH`.
+    fn append(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()>;
+
+    /// `value: None` deletes the key (all duplicates); `Some(v)` deletes exactly that duplicate
+    /// (on a plain table: the key, only if its value is `v`). `Ok(false)` when nothing matched.
+    fn delete(&self, table: Tables, key: &[u8], value: Option<&[u8]>) -> RawResult<bool>;
+
+    /// Removes every row of the table; the table itself stays.
+    fn clear(&self, table: Tables) -> RawResult<()>;
+
+    /// A new, unpositioned write cursor.
+    fn cursor_mut(&self, table: Tables) -> RawResult<Self::CursorMut>;
+}
+
+/// A cursor with MDBX's positioning rules. Every move returns `Ok(None)` when there is nothing
+/// there; what happens to the position then is MDBX's behaviour, pinned by the conformance suite.
+pub trait RawCursor: Send + Debug {
+    /// First row (first duplicate of the first key).
+    fn first(&mut self) -> RawResult<Option<RawPair>>;
+    /// Last row (last duplicate of the last key).
+    fn last(&mut self) -> RawResult<Option<RawPair>>;
+    /// First row whose key is >= `key` (MDBX `SET_RANGE`).
+    fn seek(&mut self, key: &[u8]) -> RawResult<Option<RawPair>>;
+    /// The row with exactly `key`, at its first duplicate (MDBX `SET_KEY`).
+    fn seek_exact(&mut self, key: &[u8]) -> RawResult<Option<RawPair>>;
+    /// Next row, duplicates included. On an unpositioned cursor: the first row.
+    fn next(&mut self) -> RawResult<Option<RawPair>>;
+    /// Previous row, duplicates included. On an unpositioned cursor: the last row.
+    fn prev(&mut self) -> RawResult<Option<RawPair>>;
+    /// The row under the cursor, without moving.
+    fn current(&mut self) -> RawResult<Option<RawPair>>;
+
+    /// Next duplicate of the current key; `None` at the last duplicate (MDBX `NEXT_DUP`).
+    fn next_dup(&mut self) -> RawResult<Option<RawPair>>;
+    /// Previous duplicate of the current key (MDBX `PREV_DUP`).
+    fn prev_dup(&mut self) -> RawResult<Option<RawPair>>;
+    /// First duplicate of the next key (MDBX `NEXT_NODUP`).
+    fn next_no_dup(&mut self) -> RawResult<Option<RawPair>>;
+    /// Moves to the last duplicate of the current key and returns its value (MDBX `LAST_DUP`).
+    fn last_dup(&mut self) -> RawResult<Option<Vec<u8>>>;
+    /// First duplicate of `key` whose value bytes are >= `subkey` (MDBX `GET_BOTH_RANGE`). The
+    /// caller checks that the value really starts with the subkey.
+    fn seek_by_key_subkey(&mut self, key: &[u8], subkey: &[u8]) -> RawResult<Option<Vec<u8>>>;
+}
+
+/// A write cursor.
+pub trait RawCursorMut: RawCursor {
+    /// Like [`RawTxMut::put`], leaving the cursor on the written row.
+    fn upsert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()>;
+    /// Fails with `KEY_EXIST` if the key (dupsort: the exact pair) exists.
+    fn insert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()>;
+    /// Fails with `KEY_MISMATCH` unless the key is >= the last key (dupsort: pair > last pair).
+    fn append(&mut self, key: &[u8], value: &[u8]) -> RawResult<()>;
+    /// Appends a duplicate to `key`; fails with `KEY_MISMATCH` unless `(key, value)` sorts after
+    /// the last pair of the table.
+    fn append_dup(&mut self, key: &[u8], value: &[u8]) -> RawResult<()>;
+    /// Deletes the row under the cursor; the next `next()` returns the row after it.
+    fn delete_current(&mut self) -> RawResult<()>;
+    /// Deletes every duplicate of the current key.
+    fn delete_current_duplicates(&mut self) -> RawResult<()>;
+}
