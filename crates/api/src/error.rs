@@ -33,7 +33,12 @@ pub struct DatabaseErrorInfo {
 
 impl DatabaseErrorInfo {
     pub fn new(message: impl Into<Box<str>>, code: i32) -> Self {
-        Self { message: message.into(), code, engine: None, source: None }
+        Self {
+            message: message.into(),
+            code,
+            engine: None,
+            source: None,
+        }
     }
 
     pub fn with_engine(mut self, engine: &'static str) -> Self {
@@ -141,7 +146,11 @@ pub enum DatabaseError {
     InitCursor(DatabaseErrorInfo),
     /// A key or value did not decode. reth's variant has no context; ours names table and key.
     #[error("failed to decode a {what} in table {table} at key {key}")]
-    Decode { table: &'static str, what: &'static str, key: String },
+    Decode {
+        table: &'static str,
+        what: &'static str,
+        key: String,
+    },
     #[error("failed to get stats: {0}")]
     Stats(DatabaseErrorInfo),
     #[error("log level {0:?} is not available")]
@@ -154,14 +163,21 @@ pub enum DatabaseError {
 
 impl std::error::Error for DatabaseWriteError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.info.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+        self.info
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
 impl DatabaseError {
     /// A decode failure without a known row (filled in by the typed layer, which knows the table).
     pub const fn decode() -> Self {
-        Self::Decode { table: "?", what: "value", key: String::new() }
+        Self::Decode {
+            table: "?",
+            what: "value",
+            key: String::new(),
+        }
     }
 
     /// The engine error code, where the variant carries one.
@@ -187,7 +203,12 @@ impl DatabaseError {
         table_name: &'static str,
         key: &[u8],
     ) -> Self {
-        Self::Write(Box::new(DatabaseWriteError { info, operation, table_name, key: key.to_vec() }))
+        Self::Write(Box::new(DatabaseWriteError {
+            info,
+            operation,
+            table_name,
+            key: key.to_vec(),
+        }))
     }
 }
 
@@ -204,9 +225,18 @@ impl PartialEq for DatabaseError {
             | (InitCursor(a), InitCursor(b))
             | (Stats(a), Stats(b)) => a == b,
             (Write(a), Write(b)) => a == b,
-            (Decode { table: t1, what: w1, key: k1 }, Decode { table: t2, what: w2, key: k2 }) => {
-                t1 == t2 && w1 == w2 && k1 == k2
-            }
+            (
+                Decode {
+                    table: t1,
+                    what: w1,
+                    key: k1,
+                },
+                Decode {
+                    table: t2,
+                    what: w2,
+                    key: k2,
+                },
+            ) => t1 == t2 && w1 == w2 && k1 == k2,
             (LogLevelUnavailable(a), LogLevelUnavailable(b)) => a == b,
             (Other(a), Other(b)) => a == b,
             (Custom(a), Custom(b)) => a.to_string() == b.to_string(),

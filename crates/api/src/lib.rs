@@ -12,9 +12,6 @@ pub mod table;
 pub mod tables;
 pub mod typed;
 
-#[cfg(feature = "test-utils")]
-pub mod model_engine;
-
 pub use error::{DatabaseError, DatabaseErrorInfo, DatabaseWriteError, DatabaseWriteOperation};
 pub use table::{Compress, Decode, Decompress, DupSort, Encode, Key, Table, TableInfo, Value};
 pub use tables::{EngineKind, TableViewer, Tables};

@@ -37,9 +37,21 @@ impl Compact for AccountBeforeTx {
         let rest = &buf[20..];
         if len > 20 {
             let (account, rest) = Account::from_compact(rest, len - 20);
-            (Self { address, info: Some(account) }, rest)
+            (
+                Self {
+                    address,
+                    info: Some(account),
+                },
+                rest,
+            )
         } else {
-            (Self { address, info: None }, rest)
+            (
+                Self {
+                    address,
+                    info: None,
+                },
+                rest,
+            )
         }
     }
 }
@@ -47,7 +59,9 @@ impl Compact for AccountBeforeTx {
 reth_codecs::impl_compression_for_compact!(AccountBeforeTx);
 
 /// `(block number, address)`; bytes: `block (BE8) ++ address (20)`.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct BlockNumberAddress(pub (BlockNumber, Address));
 
 impl BlockNumberAddress {
@@ -76,6 +90,9 @@ impl Decode for BlockNumberAddress {
         if value.len() != 28 {
             return Err(DatabaseError::decode());
         }
-        Ok(Self((u64::decode(&value[..8])?, Address::decode(&value[8..])?)))
+        Ok(Self((
+            u64::decode(&value[..8])?,
+            Address::decode(&value[8..])?,
+        )))
     }
 }

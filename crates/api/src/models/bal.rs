@@ -9,7 +9,9 @@ use alloy_primitives::{B256, BlockNumber, Bytes, keccak256};
 use reth_codecs::{Compress, Decompress, DecompressError};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct StoredBlockAccessListKey {
     pub block_number: BlockNumber,
     pub block_hash: B256,
@@ -30,7 +32,10 @@ impl Decode for StoredBlockAccessListKey {
         if value.len() != 40 {
             return Err(DatabaseError::decode());
         }
-        Ok(Self { block_number: u64::decode(&value[..8])?, block_hash: B256::decode(&value[8..])? })
+        Ok(Self {
+            block_number: u64::decode(&value[..8])?,
+            block_hash: B256::decode(&value[8..])?,
+        })
     }
 }
 
@@ -43,7 +48,10 @@ pub struct StoredBlockAccessList {
 
 impl StoredBlockAccessList {
     pub fn new(raw: Bytes) -> Self {
-        Self { hash: keccak256(&raw), raw }
+        Self {
+            hash: keccak256(&raw),
+            raw,
+        }
     }
 }
 
@@ -65,6 +73,9 @@ impl Decompress for StoredBlockAccessList {
         if value.len() < 32 {
             return Err(DecompressError::new(ShortAccessList(value.len())));
         }
-        Ok(Self { hash: B256::from_slice(&value[..32]), raw: Bytes::copy_from_slice(&value[32..]) })
+        Ok(Self {
+            hash: B256::from_slice(&value[..32]),
+            raw: Bytes::copy_from_slice(&value[32..]),
+        })
     }
 }

@@ -22,7 +22,11 @@ impl StoredBlockBodyIndices {
 
     /// Highest tx number of the block; `None` for an empty block.
     pub const fn last_tx_num(&self) -> Option<TxNumber> {
-        if self.tx_count == 0 { None } else { Some(self.first_tx_num + self.tx_count - 1) }
+        if self.tx_count == 0 {
+            None
+        } else {
+            Some(self.first_tx_num + self.tx_count - 1)
+        }
     }
 }
 

@@ -20,14 +20,23 @@ impl Compact for ClientVersion {
     where
         B: bytes::BufMut + AsMut<[u8]>,
     {
-        self.version.to_compact(buf) + self.git_sha.to_compact(buf) + self.build_timestamp.to_compact(buf)
+        self.version.to_compact(buf)
+            + self.git_sha.to_compact(buf)
+            + self.build_timestamp.to_compact(buf)
     }
 
     fn from_compact(buf: &[u8], len: usize) -> (Self, &[u8]) {
         let (version, buf) = String::from_compact(buf, len);
         let (git_sha, buf) = String::from_compact(buf, len);
         let (build_timestamp, buf) = String::from_compact(buf, len);
-        (Self { version, git_sha, build_timestamp }, buf)
+        (
+            Self {
+                version,
+                git_sha,
+                build_timestamp,
+            },
+            buf,
+        )
     }
 }
 

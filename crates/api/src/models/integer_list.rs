@@ -21,7 +21,9 @@ pub enum IntegerListError {
 impl IntegerList {
     /// Builds from strictly increasing numbers; anything else is `UnsortedInput`.
     pub fn new(list: impl IntoIterator<Item = u64>) -> Result<Self, IntegerListError> {
-        RoaringTreemap::from_sorted_iter(list).map(Self).map_err(|_| IntegerListError::UnsortedInput)
+        RoaringTreemap::from_sorted_iter(list)
+            .map(Self)
+            .map_err(|_| IntegerListError::UnsortedInput)
     }
 
     /// Builds from any numbers, sorting and de-duplicating.
@@ -31,11 +33,15 @@ impl IntegerList {
 
     /// Appends numbers that must all be greater than the current maximum.
     pub fn append(&mut self, list: impl IntoIterator<Item = u64>) -> Result<u64, IntegerListError> {
-        self.0.append(list).map_err(|_| IntegerListError::UnsortedInput)
+        self.0
+            .append(list)
+            .map_err(|_| IntegerListError::UnsortedInput)
     }
 
     pub fn push(&mut self, value: u64) -> Result<(), IntegerListError> {
-        self.0.try_push(value).map_err(|_| IntegerListError::UnsortedInput)
+        self.0
+            .try_push(value)
+            .map_err(|_| IntegerListError::UnsortedInput)
     }
 
     pub fn len(&self) -> u64 {
@@ -81,14 +87,18 @@ impl Compress for IntegerList {
     fn compress_to_buf<B: bytes::BufMut + AsMut<[u8]>>(&self, buf: &mut B) {
         let mut out = Vec::with_capacity(self.0.serialized_size());
         // Writing into a Vec cannot fail.
-        self.0.serialize_into(&mut out).expect("serializing into a Vec is infallible");
+        self.0
+            .serialize_into(&mut out)
+            .expect("serializing into a Vec is infallible");
         buf.put_slice(&out);
     }
 }
 
 impl Decompress for IntegerList {
     fn decompress(value: &[u8]) -> Result<Self, DecompressError> {
-        RoaringTreemap::deserialize_from(value).map(Self).map_err(DecompressError::new)
+        RoaringTreemap::deserialize_from(value)
+            .map(Self)
+            .map_err(DecompressError::new)
     }
 }
 

@@ -87,7 +87,10 @@ impl Compact for StoredNibblesSubKey {
 
     fn from_compact(buf: &[u8], _len: usize) -> (Self, &[u8]) {
         let len = buf[64] as usize;
-        (Self(Nibbles::from_nibbles_unchecked(&buf[..len])), &buf[65..])
+        (
+            Self(Nibbles::from_nibbles_unchecked(&buf[..len])),
+            &buf[65..],
+        )
     }
 }
 

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 
 /// reth's prune segments. Variant indexes are the on-disk bytes and never change; `Headers`,
 /// `Transactions` and `MerkleChangeSets` are deprecated upstream but keep their index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Compact)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Compact,
+)]
 #[reth_codecs(crate = "reth_codecs")]
 pub enum PruneSegment {
     SenderRecovery,

@@ -12,7 +12,9 @@ pub const NUM_OF_INDICES_IN_SHARD: usize = 2_000;
 
 /// Key of a history shard. Each shard is keyed by the highest block number it contains, except
 /// the last shard of a key, which is keyed `u64::MAX` so `seek_exact(last)` finds it for merges.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct ShardedKey<T> {
     pub key: T,
     pub highest_block_number: BlockNumber,
@@ -20,12 +22,18 @@ pub struct ShardedKey<T> {
 
 impl<T> ShardedKey<T> {
     pub const fn new(key: T, highest_block_number: BlockNumber) -> Self {
-        Self { key, highest_block_number }
+        Self {
+            key,
+            highest_block_number,
+        }
     }
 
     /// The key of the last (open) shard.
     pub const fn last(key: T) -> Self {
-        Self { key, highest_block_number: u64::MAX }
+        Self {
+            key,
+            highest_block_number: u64::MAX,
+        }
     }
 }
 
@@ -48,7 +56,10 @@ macro_rules! impl_sharded_key {
                 }
                 let key = <$ty>::decode(&value[..$len])?;
                 let highest_block_number = u64::decode(&value[$len..])?;
-                Ok(Self { key, highest_block_number })
+                Ok(Self {
+                    key,
+                    highest_block_number,
+                })
             }
         }
     };

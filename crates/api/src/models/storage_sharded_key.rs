@@ -11,20 +11,32 @@ use serde::{Deserialize, Serialize};
 const STORAGE_SHARD_KEY_BYTES: usize = 20 + 32 + 8;
 
 /// Key of a `StoragesHistory` shard; same shard rules as [`ShardedKey`].
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct StorageShardedKey {
     pub address: Address,
     pub sharded_key: ShardedKey<B256>,
 }
 
 impl StorageShardedKey {
-    pub const fn new(address: Address, storage_key: B256, highest_block_number: BlockNumber) -> Self {
-        Self { address, sharded_key: ShardedKey::new(storage_key, highest_block_number) }
+    pub const fn new(
+        address: Address,
+        storage_key: B256,
+        highest_block_number: BlockNumber,
+    ) -> Self {
+        Self {
+            address,
+            sharded_key: ShardedKey::new(storage_key, highest_block_number),
+        }
     }
 
     /// The key of the last (open) shard of `(address, slot)`.
     pub const fn last(address: Address, storage_key: B256) -> Self {
-        Self { address, sharded_key: ShardedKey::last(storage_key) }
+        Self {
+            address,
+            sharded_key: ShardedKey::last(storage_key),
+        }
     }
 }
 

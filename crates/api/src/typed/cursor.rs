@@ -118,7 +118,9 @@ pub struct Walker<'cursor, T: Table, CURSOR: DbCursorRO<T>> {
 
 impl<T: Table, CURSOR: DbCursorRO<T> + std::fmt::Debug> std::fmt::Debug for Walker<'_, T, CURSOR> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Walker").field("cursor", &self.cursor).finish_non_exhaustive()
+        f.debug_struct("Walker")
+            .field("cursor", &self.cursor)
+            .finish_non_exhaustive()
     }
 }
 
@@ -158,7 +160,9 @@ impl<T: Table, CURSOR: DbCursorRO<T> + std::fmt::Debug> std::fmt::Debug
     for ReverseWalker<'_, T, CURSOR>
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReverseWalker").field("cursor", &self.cursor).finish_non_exhaustive()
+        f.debug_struct("ReverseWalker")
+            .field("cursor", &self.cursor)
+            .finish_non_exhaustive()
     }
 }
 
@@ -221,13 +225,22 @@ fn past_end<K: Ord>(key: &K, end: &Bound<K>) -> bool {
 }
 
 impl<'cursor, T: Table, CURSOR: DbCursorRO<T>> RangeWalker<'cursor, T, CURSOR> {
-    pub fn new(cursor: &'cursor mut CURSOR, start: IterPairResult<T>, end_key: Bound<T::Key>) -> Self {
+    pub fn new(
+        cursor: &'cursor mut CURSOR,
+        start: IterPairResult<T>,
+        end_key: Bound<T::Key>,
+    ) -> Self {
         let is_done = match &start {
             Some(Ok((key, _))) => past_end(key, &end_key),
             Some(Err(_)) => false,
             None => true,
         };
-        Self { cursor, start, end_key, is_done }
+        Self {
+            cursor,
+            start,
+            end_key,
+            is_done,
+        }
     }
 }
 
@@ -276,7 +289,9 @@ impl<T: DupSort, CURSOR: DbDupCursorRO<T> + std::fmt::Debug> std::fmt::Debug
     for DupWalker<'_, T, CURSOR>
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DupWalker").field("cursor", &self.cursor).finish_non_exhaustive()
+        f.debug_struct("DupWalker")
+            .field("cursor", &self.cursor)
+            .finish_non_exhaustive()
     }
 }
 

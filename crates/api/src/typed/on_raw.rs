@@ -3,8 +3,8 @@
 
 use super::{
     cursor::{
-        DbCursorRO, DbCursorRW, DbDupCursorRO, DbDupCursorRW, DupWalker, PairResult,
-        RangeWalker, ReverseWalker, ValueOnlyResult, Walker,
+        DbCursorRO, DbCursorRW, DbDupCursorRO, DbDupCursorRW, DupWalker, PairResult, RangeWalker,
+        ReverseWalker, ValueOnlyResult, Walker,
     },
     transaction::{Database, DbTx, DbTxMut},
 };
@@ -27,7 +27,9 @@ use std::{
 /// The catalogue entry of a table type. Every table type of this crate is in the catalogue; a
 /// foreign `Table` impl whose name is not is an error, not a panic.
 pub fn table_of<T: Table>() -> Result<Tables, DatabaseError> {
-    T::NAME.parse::<Tables>().map_err(|e| DatabaseError::Other(e.to_string()))
+    T::NAME
+        .parse::<Tables>()
+        .map_err(|e| DatabaseError::Other(e.to_string()))
 }
 
 /// Decodes a key, naming the table and key in the error.
@@ -42,7 +44,11 @@ pub fn decode_key<T: Table>(key: &[u8]) -> Result<T::Key, DatabaseError> {
 /// Decodes a value, naming the table and key in the error. reth's compact decoders panic on
 /// truncated input; a corrupt row must be an error, so the panic is caught and reported.
 pub fn decode_value<T: Table>(key: &[u8], value: &[u8]) -> Result<T::Value, DatabaseError> {
-    let err = || DatabaseError::Decode { table: T::NAME, what: "value", key: short_hex(key) };
+    let err = || DatabaseError::Decode {
+        table: T::NAME,
+        what: "value",
+        key: short_hex(key),
+    };
     match catch_unwind(AssertUnwindSafe(|| T::Value::decompress(value))) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(_)) | Err(_) => Err(err()),
@@ -63,19 +69,25 @@ pub struct TypedDatabase<E> {
 
 impl<E> Clone for TypedDatabase<E> {
     fn clone(&self) -> Self {
-        Self { engine: Arc::clone(&self.engine) }
+        Self {
+            engine: Arc::clone(&self.engine),
+        }
     }
 }
 
 impl<E: RawEngine> fmt::Debug for TypedDatabase<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TypedDatabase").field("engine", &self.engine).finish()
+        f.debug_struct("TypedDatabase")
+            .field("engine", &self.engine)
+            .finish()
     }
 }
 
 impl<E: RawEngine> TypedDatabase<E> {
     pub fn new(engine: E) -> Self {
-        Self { engine: Arc::new(engine) }
+        Self {
+            engine: Arc::new(engine),
+        }
     }
 
     pub fn from_arc(engine: Arc<E>) -> Self {
@@ -137,7 +149,10 @@ impl<X: RawTx> DbTx for TypedTx<X> {
         key: &<T::Key as Encode>::Encoded,
     ) -> Result<Option<T::Value>, DatabaseError> {
         let key = key.as_ref();
-        self.raw.get(table_of::<T>()?, key)?.map(|v| decode_value::<T>(key, &v)).transpose()
+        self.raw
+            .get(table_of::<T>()?, key)?
+            .map(|v| decode_value::<T>(key, &v))
+            .transpose()
     }
 
     fn commit(self) -> Result<(), DatabaseError> {
@@ -168,11 +183,19 @@ impl<X: RawTxMut> DbTxMut for TypedTx<X> {
     type DupCursorMut<T: DupSort> = TypedCursor<T, X::CursorMut>;
 
     fn put<T: Table>(&self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
-        self.raw.put(table_of::<T>()?, key.encode().as_ref(), &compress_to_vec(&value))
+        self.raw.put(
+            table_of::<T>()?,
+            key.encode().as_ref(),
+            &compress_to_vec(&value),
+        )
     }
 
     fn append<T: Table>(&self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
-        self.raw.append(table_of::<T>()?, key.encode().as_ref(), &compress_to_vec(&value))
+        self.raw.append(
+            table_of::<T>()?,
+            key.encode().as_ref(),
+            &compress_to_vec(&value),
+        )
     }
 
     fn delete<T: Table>(
@@ -181,7 +204,8 @@ impl<X: RawTxMut> DbTxMut for TypedTx<X> {
         value: Option<T::Value>,
     ) -> Result<bool, DatabaseError> {
         let value = value.map(|v| compress_to_vec(&v));
-        self.raw.delete(table_of::<T>()?, key.encode().as_ref(), value.as_deref())
+        self.raw
+            .delete(table_of::<T>()?, key.encode().as_ref(), value.as_deref())
     }
 
     fn clear<T: Table>(&self) -> Result<(), DatabaseError> {
@@ -205,13 +229,19 @@ pub struct TypedCursor<T, C> {
 
 impl<T: Table, C: fmt::Debug> fmt::Debug for TypedCursor<T, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TypedCursor").field("table", &T::NAME).field("raw", &self.raw).finish()
+        f.debug_struct("TypedCursor")
+            .field("table", &T::NAME)
+            .field("raw", &self.raw)
+            .finish()
     }
 }
 
 impl<T, C> TypedCursor<T, C> {
     pub const fn new(raw: C) -> Self {
-        Self { raw, _table: PhantomData }
+        Self {
+            raw,
+            _table: PhantomData,
+        }
     }
 
     pub fn raw_mut(&mut self) -> &mut C {
@@ -326,7 +356,10 @@ impl<T: DupSort, C: RawCursor> DbDupCursorRO<T> for TypedCursor<T, C> {
 
     fn seek_by_key_subkey(&mut self, key: T::Key, subkey: T::SubKey) -> ValueOnlyResult<T> {
         let key = key.encode();
-        match self.raw.seek_by_key_subkey(key.as_ref(), subkey.encode().as_ref())? {
+        match self
+            .raw
+            .seek_by_key_subkey(key.as_ref(), subkey.encode().as_ref())?
+        {
             None => Ok(None),
             Some(v) => Ok(Some(decode_value::<T>(key.as_ref(), &v)?)),
         }
@@ -347,7 +380,10 @@ impl<T: DupSort, C: RawCursor> DbDupCursorRO<T> for TypedCursor<T, C> {
             },
             (None, None) => self.first().transpose(),
         };
-        Ok(DupWalker { cursor: self, start })
+        Ok(DupWalker {
+            cursor: self,
+            start,
+        })
     }
 }
 
@@ -358,7 +394,10 @@ impl<T: DupSort, C: RawCursor> TypedCursor<T, C> {
         subkey: T::SubKey,
     ) -> Option<Result<(T::Key, T::Value), DatabaseError>> {
         let encoded = key.clone().encode();
-        match self.raw.seek_by_key_subkey(encoded.as_ref(), subkey.encode().as_ref()) {
+        match self
+            .raw
+            .seek_by_key_subkey(encoded.as_ref(), subkey.encode().as_ref())
+        {
             Ok(None) => None,
             Ok(Some(v)) => Some(decode_value::<T>(encoded.as_ref(), &v).map(|v| (key, v))),
             Err(e) => Some(Err(e)),
@@ -368,15 +407,18 @@ impl<T: DupSort, C: RawCursor> TypedCursor<T, C> {
 
 impl<T: Table, C: RawCursorMut> DbCursorRW<T> for TypedCursor<T, C> {
     fn upsert(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
-        self.raw.upsert(key.encode().as_ref(), &compress_to_vec(value))
+        self.raw
+            .upsert(key.encode().as_ref(), &compress_to_vec(value))
     }
 
     fn insert(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
-        self.raw.insert(key.encode().as_ref(), &compress_to_vec(value))
+        self.raw
+            .insert(key.encode().as_ref(), &compress_to_vec(value))
     }
 
     fn append(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
-        self.raw.append(key.encode().as_ref(), &compress_to_vec(value))
+        self.raw
+            .append(key.encode().as_ref(), &compress_to_vec(value))
     }
 
     fn delete_current(&mut self) -> Result<(), DatabaseError> {
@@ -390,6 +432,7 @@ impl<T: DupSort, C: RawCursorMut> DbDupCursorRW<T> for TypedCursor<T, C> {
     }
 
     fn append_dup(&mut self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
-        self.raw.append_dup(key.encode().as_ref(), &compress_to_vec(&value))
+        self.raw
+            .append_dup(key.encode().as_ref(), &compress_to_vec(&value))
     }
 }
