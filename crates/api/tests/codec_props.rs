@@ -1,0 +1,195 @@
+//! Property tests: every key and value type round-trips, and for every key type the byte order
+//! of encodings equals the logical order of keys (engines compare bytes, reth compares keys).
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_trie::Nibbles;
+use proptest::prelude::*;
+use reth_hybrid_api::{Compress, Decode, Decompress, Encode, models::*, table::compress_to_vec};
+use std::fmt::Debug;
+
+fn address() -> impl Strategy<Value = Address> {
+    // A small alphabet makes equal prefixes (and so the later fields) matter.
+    prop::array::uniform20(prop::sample::select(vec![0u8, 1, 0x7f, 0x80, 0xff])).prop_map(Address::from)
+}
+
+fn b256() -> impl Strategy<Value = B256> {
+    prop::array::uniform32(prop::sample::select(vec![0u8, 1, 0x7f, 0x80, 0xff])).prop_map(B256::from)
+}
+
+fn block() -> impl Strategy<Value = u64> {
+    prop_oneof![0u64..300, Just(u64::MAX), any::<u64>(), (0u64..8).prop_map(|s| 1u64 << (8 * s))]
+}
+
+fn nibbles() -> impl Strategy<Value = Nibbles> {
+    prop::collection::vec(0u8..16, 0..=64).prop_map(|v| Nibbles::from_nibbles(&v))
+}
+
+fn u256() -> impl Strategy<Value = U256> {
+    prop_oneof![Just(U256::ZERO), any::<u64>().prop_map(U256::from), any::<[u8; 32]>().prop_map(U256::from_be_bytes)]
+}
+
+fn account() -> impl Strategy<Value = Account> {
+    (any::<u64>(), u256(), prop::option::of(b256()))
+        .prop_map(|(nonce, balance, bytecode_hash)| Account { nonce, balance, bytecode_hash })
+}
+
+fn prune_segment() -> impl Strategy<Value = PruneSegment> {
+    prop::sample::select(vec![
+        PruneSegment::SenderRecovery,
+        PruneSegment::TransactionLookup,
+        PruneSegment::Receipts,
+        PruneSegment::ContractLogs,
+        PruneSegment::AccountHistory,
+        PruneSegment::StorageHistory,
+        PruneSegment::Headers,
+        PruneSegment::Transactions,
+        PruneSegment::MerkleChangeSets,
+        PruneSegment::Bodies,
+    ])
+}
+
+fn check_key<K: Encode + Decode + Ord + Clone + Debug>(a: K, b: K) -> Result<(), TestCaseError> {
+    let (ea, eb) = (a.clone().encode(), b.clone().encode());
+    prop_assert_eq!(K::decode(ea.as_ref())?, a.clone());
+    prop_assert_eq!(K::decode(eb.as_ref())?, b.clone());
+    prop_assert_eq!(a.cmp(&b), ea.as_ref().cmp(eb.as_ref()), "byte order differs for {:?} vs {:?}", a, b);
+    Ok(())
+}
+
+fn check_value<V: Compress + Decompress + PartialEq + Debug + Clone>(v: V) -> Result<(), TestCaseError> {
+    let bytes = compress_to_vec(&v);
+    prop_assert_eq!(&bytes, &v.clone().compress().into());
+    prop_assert_eq!(V::decompress(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?, v);
+    Ok(())
+}
+
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn u64_keys_order(a in block(), b in block()) { check_key(a, b)?; }
+
+    #[test]
+    fn address_keys_order(a in address(), b in address()) { check_key(a, b)?; }
+
+    #[test]
+    fn b256_keys_order(a in b256(), b in b256()) { check_key(a, b)?; }
+
+    #[test]
+    fn string_keys_order(a in "[a-zA-Z_]{0,12}", b in "[a-zA-Z_]{0,12}") { check_key(a, b)?; }
+
+    #[test]
+    fn sharded_key_order(a in (address(), block()), b in (address(), block())) {
+        check_key(ShardedKey::new(a.0, a.1), ShardedKey::new(b.0, b.1))?;
+    }
+
+    #[test]
+    fn storage_sharded_key_order(a in (address(), b256(), block()), b in (address(), b256(), block())) {
+        check_key(StorageShardedKey::new(a.0, a.1, a.2), StorageShardedKey::new(b.0, b.1, b.2))?;
+    }
+
+    #[test]
+    fn block_number_address_order(a in (block(), address()), b in (block(), address())) {
+        check_key(BlockNumberAddress(a), BlockNumberAddress(b))?;
+    }
+
+    #[test]
+    fn stored_nibbles_order(a in nibbles(), b in nibbles()) {
+        check_key(StoredNibbles(a), StoredNibbles(b))?;
+    }
+
+    #[test]
+    fn stored_nibbles_subkey_order(a in nibbles(), b in nibbles()) {
+        check_key(StoredNibblesSubKey(a), StoredNibblesSubKey(b))?;
+    }
+
+    #[test]
+    fn block_access_list_key_order(a in (block(), b256()), b in (block(), b256())) {
+        check_key(
+            StoredBlockAccessListKey { block_number: a.0, block_hash: a.1 },
+            StoredBlockAccessListKey { block_number: b.0, block_hash: b.1 },
+        )?;
+    }
+
+    #[test]
+    fn small_enum_keys_order(a in prune_segment(), b in prune_segment(), x in any::<bool>(), y in any::<bool>()) {
+        check_key(a, b)?;
+        let chain = |v: bool| if v { ChainStateKey::LastSafeBlock } else { ChainStateKey::LastFinalizedBlock };
+        check_key(chain(x), chain(y))?;
+    }
+
+    #[test]
+    fn account_values_round_trip(a in account()) { check_value(a)?; }
+
+    #[test]
+    fn storage_entry_values_round_trip(key in b256(), value in u256()) {
+        let entry = StorageEntry { key, value };
+        check_value(entry)?;
+        prop_assert!(compress_to_vec(&entry).starts_with(key.as_slice()));
+    }
+
+    #[test]
+    fn account_before_tx_round_trip(address in address(), info in prop::option::of(account())) {
+        check_value(AccountBeforeTx { address, info })?;
+    }
+
+    #[test]
+    fn integer_list_round_trip(mut blocks in prop::collection::vec(prop_oneof![0u64..5000, any::<u64>()], 0..2500)) {
+        blocks.sort_unstable();
+        blocks.dedup();
+        let list = IntegerList::new(blocks.clone()).expect("sorted input");
+        check_value(list.clone())?;
+        prop_assert_eq!(list.iter().collect::<Vec<_>>(), blocks);
+    }
+
+    #[test]
+    fn body_indices_round_trip(first_tx_num in any::<u64>(), tx_count in any::<u64>()) {
+        check_value(StoredBlockBodyIndices { first_tx_num, tx_count })?;
+    }
+
+    #[test]
+    fn stage_checkpoint_round_trip(block_number in any::<u64>(), processed in any::<u64>(), total in any::<u64>(), which in 0u8..4, addr in prop::option::of(address())) {
+        let progress = EntitiesCheckpoint { processed, total };
+        let block_range = CheckpointBlockRange { from: processed, to: total };
+        let unit = match which {
+            0 => None,
+            1 => Some(StageUnitCheckpoint::Entities(progress)),
+            2 => Some(StageUnitCheckpoint::Account(AccountHashingCheckpoint { address: addr, block_range, progress })),
+            _ => Some(StageUnitCheckpoint::Execution(ExecutionCheckpoint { block_range, progress })),
+        };
+        check_value(StageCheckpoint { block_number, stage_checkpoint: unit })?;
+    }
+
+    #[test]
+    fn prune_checkpoint_round_trip(block in prop::option::of(any::<u64>()), tx in prop::option::of(any::<u64>()), mode in 0u8..3, n in any::<u64>()) {
+        let prune_mode = match mode { 0 => PruneMode::Full, 1 => PruneMode::Distance(n), _ => PruneMode::Before(n) };
+        check_value(PruneCheckpoint { block_number: block, tx_number: tx, prune_mode })?;
+    }
+
+    #[test]
+    fn client_version_round_trip(version in ".{0,12}", git_sha in "[0-9a-f]{0,40}", build_timestamp in ".{0,20}") {
+        check_value(ClientVersion { version, git_sha, build_timestamp })?;
+    }
+
+    #[test]
+    fn scalar_values_round_trip(n in any::<u64>(), bytes in prop::collection::vec(any::<u8>(), 0..300), u in u256()) {
+        check_value(n)?;
+        check_value(bytes)?;
+        check_value(CompactU256(u))?;
+    }
+}
+
+#[test]
+fn malformed_keys_are_errors_not_panics() {
+    assert!(u64::decode(&[1, 2, 3]).is_err());
+    assert!(Address::decode(&[0; 19]).is_err());
+    assert!(ShardedKey::<Address>::decode(&[0; 27]).is_err());
+    assert!(StorageShardedKey::decode(&[0; 61]).is_err());
+    assert!(BlockNumberAddress::decode(&[0; 20]).is_err());
+    assert!(StoredNibbles::decode(&[0x10]).is_err());
+    assert!(StoredNibblesSubKey::decode(&[0; 64]).is_err());
+    assert!(PruneSegment::decode(&[10]).is_err());
+    assert!(ChainStateKey::decode(&[2]).is_err());
+    assert!(String::decode(&[0xff, 0xfe]).is_err());
+}
