@@ -9,15 +9,22 @@ use std::fmt::Debug;
 
 fn address() -> impl Strategy<Value = Address> {
     // A small alphabet makes equal prefixes (and so the later fields) matter.
-    prop::array::uniform20(prop::sample::select(vec![0u8, 1, 0x7f, 0x80, 0xff])).prop_map(Address::from)
+    prop::array::uniform20(prop::sample::select(vec![0u8, 1, 0x7f, 0x80, 0xff]))
+        .prop_map(Address::from)
 }
 
 fn b256() -> impl Strategy<Value = B256> {
-    prop::array::uniform32(prop::sample::select(vec![0u8, 1, 0x7f, 0x80, 0xff])).prop_map(B256::from)
+    prop::array::uniform32(prop::sample::select(vec![0u8, 1, 0x7f, 0x80, 0xff]))
+        .prop_map(B256::from)
 }
 
 fn block() -> impl Strategy<Value = u64> {
-    prop_oneof![0u64..300, Just(u64::MAX), any::<u64>(), (0u64..8).prop_map(|s| 1u64 << (8 * s))]
+    prop_oneof![
+        0u64..300,
+        Just(u64::MAX),
+        any::<u64>(),
+        (0u64..8).prop_map(|s| 1u64 << (8 * s))
+    ]
 }
 
 fn nibbles() -> impl Strategy<Value = Nibbles> {
@@ -25,12 +32,21 @@ fn nibbles() -> impl Strategy<Value = Nibbles> {
 }
 
 fn u256() -> impl Strategy<Value = U256> {
-    prop_oneof![Just(U256::ZERO), any::<u64>().prop_map(U256::from), any::<[u8; 32]>().prop_map(U256::from_be_bytes)]
+    prop_oneof![
+        Just(U256::ZERO),
+        any::<u64>().prop_map(U256::from),
+        any::<[u8; 32]>().prop_map(U256::from_be_bytes)
+    ]
 }
 
 fn account() -> impl Strategy<Value = Account> {
-    (any::<u64>(), u256(), prop::option::of(b256()))
-        .prop_map(|(nonce, balance, bytecode_hash)| Account { nonce, balance, bytecode_hash })
+    (any::<u64>(), u256(), prop::option::of(b256())).prop_map(|(nonce, balance, bytecode_hash)| {
+        Account {
+            nonce,
+            balance,
+            bytecode_hash,
+        }
+    })
 }
 
 fn prune_segment() -> impl Strategy<Value = PruneSegment> {
@@ -52,17 +68,27 @@ fn check_key<K: Encode + Decode + Ord + Clone + Debug>(a: K, b: K) -> Result<(),
     let (ea, eb) = (a.clone().encode(), b.clone().encode());
     prop_assert_eq!(K::decode(ea.as_ref())?, a.clone());
     prop_assert_eq!(K::decode(eb.as_ref())?, b.clone());
-    prop_assert_eq!(a.cmp(&b), ea.as_ref().cmp(eb.as_ref()), "byte order differs for {:?} vs {:?}", a, b);
+    prop_assert_eq!(
+        a.cmp(&b),
+        ea.as_ref().cmp(eb.as_ref()),
+        "byte order differs for {:?} vs {:?}",
+        a,
+        b
+    );
     Ok(())
 }
 
-fn check_value<V: Compress + Decompress + PartialEq + Debug + Clone>(v: V) -> Result<(), TestCaseError> {
+fn check_value<V: Compress + Decompress + PartialEq + Debug + Clone>(
+    v: V,
+) -> Result<(), TestCaseError> {
     let bytes = compress_to_vec(&v);
     prop_assert_eq!(&bytes, &v.clone().compress().into());
-    prop_assert_eq!(V::decompress(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?, v);
+    prop_assert_eq!(
+        V::decompress(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?,
+        v
+    );
     Ok(())
 }
-
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]

@@ -3,8 +3,8 @@
 
 use super::{
     cursor::{
-        DbCursorRO, DbCursorRW, DbDupCursorRO, DbDupCursorRW, DupWalker, PairResult, RangeWalker,
-        ReverseWalker, ValueOnlyResult, Walker,
+        DbCursorRO, DbCursorRW, DbDupCursorRO, DbDupCursorRW, DupWalker, IterPairResult,
+        PairResult, RangeWalker, ReverseWalker, ValueOnlyResult, Walker,
     },
     transaction::{Database, DbTx, DbTxMut},
 };
@@ -388,11 +388,7 @@ impl<T: DupSort, C: RawCursor> DbDupCursorRO<T> for TypedCursor<T, C> {
 }
 
 impl<T: DupSort, C: RawCursor> TypedCursor<T, C> {
-    fn start_at_subkey(
-        &mut self,
-        key: T::Key,
-        subkey: T::SubKey,
-    ) -> Option<Result<(T::Key, T::Value), DatabaseError>> {
+    fn start_at_subkey(&mut self, key: T::Key, subkey: T::SubKey) -> IterPairResult<T> {
         let encoded = key.clone().encode();
         match self
             .raw

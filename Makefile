@@ -1,0 +1,41 @@
+# reth-hybrid: two commands do all set-up on a fresh machine.
+#   make demo   the main job on an embedded default
+#   make test   every test
+SHELL := /bin/bash
+# Outside the clone, so a fresh checkout reuses compiled RocksDB/MDBX.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/reth-hybrid/target
+CARGO ?= cargo
+
+.PHONY: deps demo test lint check-api-deps fmt
+
+# bindgen (RocksDB and MDBX bindings) needs libclang; the engines need a C/C++ compiler.
+deps:
+	@if ! command -v $(CARGO) >/dev/null; then echo "cargo not found: install Rust (rustup) first" >&2; exit 1; fi
+	@if ! ldconfig -p 2>/dev/null | grep -q 'libclang'; then \
+		echo "libclang missing: installing libclang-dev with apt"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libclang-dev clang >/dev/null; \
+	fi
+	@if ! command -v c++ >/dev/null; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++ >/dev/null; \
+	fi
+
+demo: deps
+	$(CARGO) run -q -p reth-hybrid-cli --bin reth-hybrid -- tables
+
+test: deps check-api-deps
+	$(CARGO) test --workspace --all-targets
+
+# The api crate must not depend on an engine, not even transitively (STYLE.md, layers).
+check-api-deps:
+	@if $(CARGO) tree -q -p reth-hybrid-api -e normal --prefix none | grep -Ei '^(libmdbx|mdbx-sys|rocksdb|librocksdb-sys) '; then \
+		echo "reth-hybrid-api depends on an engine crate (listed above); keep engines out of crates/api" >&2; exit 1; \
+	else echo "check-api-deps: reth-hybrid-api has no engine dependency"; fi
+
+lint: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all

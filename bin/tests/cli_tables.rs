@@ -1,0 +1,70 @@
+//! `reth-hybrid tables` as a user runs it: the real binary, both output formats.
+
+use std::process::Command;
+
+fn reth_hybrid(args: &[&str]) -> (String, bool) {
+    let out = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
+        .args(args)
+        .output()
+        .expect("run reth-hybrid");
+    (
+        String::from_utf8(out.stdout).expect("utf8"),
+        out.status.success(),
+    )
+}
+
+#[test]
+fn tables_prints_every_table_with_its_engine() {
+    let (out, ok) = reth_hybrid(&["tables"]);
+    assert!(ok);
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.ends_with("mdbx") || l.ends_with("rocksdb"))
+            .count(),
+        31,
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("AccountsHistory "))
+        .expect("AccountsHistory row");
+    assert!(
+        line.contains("ShardedKey<Address>")
+            && line.contains("BlockNumberList")
+            && line.ends_with("rocksdb"),
+        "{line}"
+    );
+    let dup = out
+        .lines()
+        .find(|l| l.starts_with("PlainStorageState "))
+        .expect("row");
+    assert!(
+        dup.contains("yes") && dup.contains("Address (B256)") && dup.ends_with("mdbx"),
+        "{dup}"
+    );
+    assert!(
+        out.contains("31 tables: 28 in MDBX, 3 in RocksDB by default"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tables_json_is_machine_readable() {
+    let (out, ok) = reth_hybrid(&["tables", "--json"]);
+    assert!(ok);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(rows.len(), 31);
+    let hashes = rows
+        .iter()
+        .find(|r| r["table"] == "TransactionHashNumbers")
+        .expect("row");
+    assert_eq!(hashes["default_engine"], "rocksdb");
+    assert_eq!(hashes["dupsort"], false);
+    assert_eq!(hashes["key"], "TxHash");
+    assert_eq!(hashes["value"], "TxNumber");
+    let trie = rows
+        .iter()
+        .find(|r| r["table"] == "StoragesTrie")
+        .expect("row");
+    assert_eq!(trie["subkey"], "StoredNibblesSubKey");
+}
