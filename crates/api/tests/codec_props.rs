@@ -219,3 +219,73 @@ fn malformed_keys_are_errors_not_panics() {
     assert!(ChainStateKey::decode(&[2]).is_err());
     assert!(String::decode(&[0xff, 0xfe]).is_err());
 }
+
+fn branch_node() -> impl Strategy<Value = alloy_trie::BranchNodeCompact> {
+    (any::<u16>(), any::<u16>(), any::<u16>(), prop::option::of(b256()), b256()).prop_map(|(state, tree, hash, root, h)| {
+        let state = state | 1;
+        let (tree, hash) = (tree & state, hash & state);
+        let hashes = vec![h; hash.count_ones() as usize];
+        alloy_trie::BranchNodeCompact::new(state, tree, hash, hashes, root)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn trie_values_round_trip(node in branch_node(), path in nibbles()) {
+        check_value(node.clone())?;
+        let entry = StorageTrieEntry { nibbles: StoredNibblesSubKey(path), node };
+        check_value(entry.clone())?;
+        prop_assert!(compress_to_vec(&entry).starts_with(&entry.nibbles.clone().encode()));
+    }
+
+    #[test]
+    fn bytecode_round_trip(code in prop::collection::vec(any::<u8>(), 0..200)) {
+        check_value(Bytecode::new_raw(code.into()))?;
+    }
+
+    #[test]
+    fn block_values_round_trip(number in any::<u64>(), gas in any::<u64>(), fee in prop::option::of(any::<u64>()), extra in prop::collection::vec(any::<u8>(), 0..32), idx in any::<u64>(), who in address()) {
+        let header = Header { number, gas_limit: gas, base_fee_per_gas: fee, extra_data: extra.into(), ..Default::default() };
+        check_value(header.clone())?;
+        check_value(StoredBlockOmmers { ommers: vec![header.clone(), header] })?;
+        let withdrawal = alloy_eips::eip4895::Withdrawal { index: idx, validator_index: idx / 2, address: who, amount: gas };
+        check_value(StoredBlockWithdrawals { withdrawals: alloy_eips::eip4895::Withdrawals::new(vec![withdrawal]) })?;
+    }
+
+    #[test]
+    fn receipt_round_trip(success in any::<bool>(), gas in any::<u64>(), logs in 0usize..3, who in address(), topic in b256()) {
+        let log = alloy_primitives::Log::new_unchecked(who, vec![topic], vec![1u8, 2, 3].into());
+        let receipt = Receipt { tx_type: alloy_consensus::TxType::Eip1559, success, cumulative_gas_used: gas, logs: vec![log; logs] };
+        check_value(receipt)?;
+    }
+
+    #[test]
+    fn block_access_list_round_trip(hash in b256(), raw in prop::collection::vec(any::<u8>(), 0..100)) {
+        check_value(StoredBlockAccessList { hash, raw: raw.into() })?;
+    }
+
+    #[test]
+    fn client_version_key_round_trip(version in "[0-9.]{0,8}", sha in "[0-9a-f]{0,8}") {
+        let v = ClientVersion { version, git_sha: sha, build_timestamp: String::new() };
+        prop_assert_eq!(ClientVersion::decode(v.clone().encode().as_ref())?, v);
+    }
+
+    #[test]
+    fn storage_settings_round_trip(v2 in any::<bool>()) {
+        let s = StorageSettings { storage_v2: v2 };
+        prop_assert_eq!(StorageSettings::from_json_bytes(&s.to_json_bytes()).expect("json"), s);
+    }
+}
+
+#[test]
+fn truncated_values_are_decode_errors_not_panics() {
+    use reth_hybrid_api::{tables as t, typed::decode_value};
+    let account = compress_to_vec(&Account { nonce: 5, balance: U256::from(7), bytecode_hash: Some(B256::ZERO) });
+    let err = decode_value::<t::PlainAccountState>(&[0xaa; 20], &account[..3]).expect_err("truncated");
+    let msg = err.to_string();
+    assert!(msg.contains("PlainAccountState") && msg.contains("aaaa"), "names table and key: {msg}");
+    assert!(decode_value::<t::AccountsHistory>(&[0; 28], &[1, 2, 3]).is_err());
+    assert!(decode_value::<t::BlockAccessLists>(&[0; 40], &[0; 31]).is_err());
+}
