@@ -8,9 +8,15 @@ extern crate alloc;
 pub mod error;
 pub mod models;
 pub mod raw;
+pub mod sorted;
 pub mod table;
 pub mod tables;
 pub mod typed;
+
+#[cfg(feature = "test-utils")]
+pub mod conformance;
+#[cfg(feature = "test-utils")]
+pub mod model_engine;
 
 pub use error::{DatabaseError, DatabaseErrorInfo, DatabaseWriteError, DatabaseWriteOperation};
 pub use table::{Compress, Decode, Decompress, DupSort, Encode, Key, Table, TableInfo, Value};

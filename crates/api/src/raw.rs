@@ -65,8 +65,9 @@ pub trait RawTxMut: RawTx {
     /// duplicate (a no-op if that exact duplicate exists).
     fn put(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()>;
 
-    /// Like `put`, but the key must be greater than or equal to (dupsort: the pair greater than)
-    /// the last one in the table; otherwise a `Write` error with code `KEY_MISMATCH`.
+    /// `MDBX_APPEND` through the transaction. Plain tables: the key must be >= the table's last
+    /// key. Dupsort tables (libmdbx quirk): the value must be >= the last duplicate of that key,
+    /// wherever the key is. Otherwise `KEY_MISMATCH`, and nothing changes.
     fn append(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()>;
 
     /// `value: None` deletes the key (all duplicates); `Some(v)` deletes exactly that duplicate
@@ -117,10 +118,12 @@ pub trait RawCursorMut: RawCursor {
     fn upsert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()>;
     /// Fails with `KEY_EXIST` if the key (dupsort: the exact pair) exists.
     fn insert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()>;
-    /// Fails with `KEY_MISMATCH` unless the key is >= the last key (dupsort: pair > last pair).
+    /// Fails with `KEY_MISMATCH` unless the key is >= the table's last key (dupsort tables: only
+    /// the key is checked; the value lands in its sorted place). On failure the cursor is left on
+    /// the table's last row.
     fn append(&mut self, key: &[u8], value: &[u8]) -> RawResult<()>;
-    /// Appends a duplicate to `key`; fails with `KEY_MISMATCH` unless `(key, value)` sorts after
-    /// the last pair of the table.
+    /// Adds a duplicate to `key`; fails with `KEY_MISMATCH` unless `value` sorts after the last
+    /// duplicate **of that key** (the key itself may be anywhere in the table).
     fn append_dup(&mut self, key: &[u8], value: &[u8]) -> RawResult<()>;
     /// Deletes the row under the cursor; the next `next()` returns the row after it.
     fn delete_current(&mut self) -> RawResult<()>;

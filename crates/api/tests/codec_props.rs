@@ -221,12 +221,19 @@ fn malformed_keys_are_errors_not_panics() {
 }
 
 fn branch_node() -> impl Strategy<Value = alloy_trie::BranchNodeCompact> {
-    (any::<u16>(), any::<u16>(), any::<u16>(), prop::option::of(b256()), b256()).prop_map(|(state, tree, hash, root, h)| {
-        let state = state | 1;
-        let (tree, hash) = (tree & state, hash & state);
-        let hashes = vec![h; hash.count_ones() as usize];
-        alloy_trie::BranchNodeCompact::new(state, tree, hash, hashes, root)
-    })
+    (
+        any::<u16>(),
+        any::<u16>(),
+        any::<u16>(),
+        prop::option::of(b256()),
+        b256(),
+    )
+        .prop_map(|(state, tree, hash, root, h)| {
+            let state = state | 1;
+            let (tree, hash) = (tree & state, hash & state);
+            let hashes = vec![h; hash.count_ones() as usize];
+            alloy_trie::BranchNodeCompact::new(state, tree, hash, hashes, root)
+        })
 }
 
 proptest! {
@@ -282,10 +289,18 @@ proptest! {
 #[test]
 fn truncated_values_are_decode_errors_not_panics() {
     use reth_hybrid_api::{tables as t, typed::decode_value};
-    let account = compress_to_vec(&Account { nonce: 5, balance: U256::from(7), bytecode_hash: Some(B256::ZERO) });
-    let err = decode_value::<t::PlainAccountState>(&[0xaa; 20], &account[..3]).expect_err("truncated");
+    let account = compress_to_vec(&Account {
+        nonce: 5,
+        balance: U256::from(7),
+        bytecode_hash: Some(B256::ZERO),
+    });
+    let err =
+        decode_value::<t::PlainAccountState>(&[0xaa; 20], &account[..3]).expect_err("truncated");
     let msg = err.to_string();
-    assert!(msg.contains("PlainAccountState") && msg.contains("aaaa"), "names table and key: {msg}");
+    assert!(
+        msg.contains("PlainAccountState") && msg.contains("aaaa"),
+        "names table and key: {msg}"
+    );
     assert!(decode_value::<t::AccountsHistory>(&[0; 28], &[1, 2, 3]).is_err());
     assert!(decode_value::<t::BlockAccessLists>(&[0; 40], &[0; 31]).is_err());
 }
