@@ -530,13 +530,9 @@ impl<S: PairStore> RawCursor for EmulatedCursor<S> {
                     self.state = CursorState::Unpinned(self.store.lt(&k, &v)?);
                     Ok(None)
                 }
-                None => {
-                    // Plain tables answer with the row before the hole; where that leaves the
-                    // cursor is not pinned.
-                    let before = self.store.lt(&k, &v)?;
-                    self.state = CursorState::Unpinned(before.clone());
-                    Ok(before)
-                }
+                // Nothing after the hole: plain tables answer with the row before it, and the
+                // cursor stays on the hole (a second delete still finds nothing to delete).
+                None => self.store.lt(&k, &v),
             },
             CursorState::Unpinned(_) => unreachable!("resolved above"),
         }

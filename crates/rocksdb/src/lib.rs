@@ -1,1 +1,16 @@
-pub fn placeholder() {}
+//! The RocksDB engine: one column family per table, named like the table (reth v2's naming),
+//! keys and values in the same bytes as in MDBX, bytewise comparator only. Dupsort tables are
+//! stored as `key ++ value` (every reth dupsort table has a fixed-size key) with an empty value,
+//! so every reth table can live here. Cursors have MDBX's semantics, from
+//! `reth_hybrid_api::sorted`.
+
+mod env;
+mod error;
+mod options;
+mod tx;
+mod view;
+
+pub use env::{HYBRID_ROCKSDB_DIR, RocksEngine};
+pub use error::RocksError;
+pub use options::RocksOptions;
+pub use tx::{RocksCursor, RocksStore, RocksTx, RocksTxMut};

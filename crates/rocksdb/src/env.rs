@@ -1,0 +1,123 @@
+//! Opening the RocksDB engine: one column family per table, named like the table.
+
+use crate::{
+    error::RocksError,
+    options::{RocksOptions, cf_options, db_options},
+    tx::{RocksTx, RocksTxMut},
+};
+use parking_lot::Mutex;
+use reth_hybrid_api::{
+    Tables,
+    raw::{RawEngine, RawResult},
+};
+use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, DB};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+/// Folder of reth-hybrid's RocksDB inside a reth datadir. reth itself creates `<datadir>/rocksdb`
+/// even in its v1 layout, so ours must not share that name.
+pub const HYBRID_ROCKSDB_DIR: &str = "hybrid-rocksdb";
+
+pub(crate) struct EngineInner {
+    pub(crate) db: DB,
+    pub(crate) path: PathBuf,
+    pub(crate) writer: Arc<Mutex<()>>,
+    pub(crate) sync_writes: bool,
+    _cache: Cache,
+}
+
+impl EngineInner {
+    pub(crate) fn cf(&self, table: Tables) -> &ColumnFamily {
+        // Every table's column family is created (or verified) at open.
+        self.db
+            .cf_handle(table.name())
+            .expect("column family verified at open")
+    }
+}
+
+/// The RocksDB engine.
+#[derive(Clone)]
+pub struct RocksEngine {
+    pub(crate) inner: Arc<EngineInner>,
+}
+
+impl std::fmt::Debug for RocksEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksEngine")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+impl RocksEngine {
+    /// Opens (creating if needed) reth-hybrid's RocksDB inside a reth datadir.
+    pub fn open_in_datadir(datadir: &Path) -> Result<Self, RocksError> {
+        Self::open(&datadir.join(HYBRID_ROCKSDB_DIR), &RocksOptions::default())
+    }
+
+    /// Opens the RocksDB at `path` with a column family for every table.
+    pub fn open(path: &Path, options: &RocksOptions) -> Result<Self, RocksError> {
+        let cache = Cache::new_lru_cache(options.block_cache_bytes);
+        let db_opts = db_options(options);
+        let descriptors = Tables::ALL
+            .iter()
+            .map(|t| ColumnFamilyDescriptor::new(t.name(), cf_options(*t, &cache)));
+        let db = DB::open_cf_descriptors(&db_opts, path, descriptors).map_err(|source| {
+            RocksError::Open {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+        for table in Tables::ALL {
+            if db.cf_handle(table.name()).is_none() {
+                return Err(RocksError::MissingColumnFamily {
+                    path: path.to_path_buf(),
+                    table,
+                });
+            }
+        }
+        Ok(Self {
+            inner: Arc::new(EngineInner {
+                db,
+                path: path.to_path_buf(),
+                writer: Arc::new(Mutex::new(())),
+                sync_writes: options.sync_writes,
+                _cache: cache,
+            }),
+        })
+    }
+
+    /// The underlying database, for tools (stats, SST ingestion).
+    pub fn db(&self) -> &DB {
+        &self.inner.db
+    }
+
+    /// A table's column family handle.
+    pub fn column_family(&self, table: Tables) -> &ColumnFamily {
+        self.inner.cf(table)
+    }
+}
+
+impl RawEngine for RocksEngine {
+    type Tx = RocksTx;
+    type TxMut = RocksTxMut;
+
+    fn engine_name(&self) -> &'static str {
+        "rocksdb"
+    }
+
+    fn path(&self) -> PathBuf {
+        self.inner.path.clone()
+    }
+
+    fn begin_ro(&self) -> RawResult<RocksTx> {
+        Ok(RocksTx::begin(Arc::clone(&self.inner)))
+    }
+
+    fn begin_rw(&self) -> RawResult<RocksTxMut> {
+        let guard = self.inner.writer.lock_arc();
+        Ok(RocksTxMut::begin(Arc::clone(&self.inner), guard))
+    }
+}

@@ -1,0 +1,95 @@
+//! Per-table RocksDB options, chosen for each table's access pattern (see
+//! docs/rocksdb-tuning.md for the reasoning).
+
+use reth_hybrid_api::Tables;
+use rocksdb::{BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, Options};
+
+/// Engine-wide settings.
+#[derive(Debug, Clone)]
+pub struct RocksOptions {
+    /// Shared LRU block cache for data, index and filter blocks.
+    pub block_cache_bytes: usize,
+    /// fsync the WAL on every commit (reth-hybrid's durability promise; off only in benchmarks).
+    pub sync_writes: bool,
+    pub create_if_missing: bool,
+}
+
+impl Default for RocksOptions {
+    fn default() -> Self {
+        Self {
+            block_cache_bytes: 512 << 20,
+            sync_writes: true,
+            create_if_missing: true,
+        }
+    }
+}
+
+/// `-1` (keep every SST open) when the process may open plenty of files, else a safe share.
+fn max_open_files() -> i32 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes into the struct we pass.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    if ok && (lim.rlim_cur == libc::RLIM_INFINITY || lim.rlim_cur >= 65_536) {
+        -1
+    } else if ok {
+        (lim.rlim_cur / 2).clamp(256, 32_768) as i32
+    } else {
+        1024
+    }
+}
+
+pub(crate) fn db_options(opts: &RocksOptions) -> Options {
+    let mut o = Options::default();
+    o.create_if_missing(opts.create_if_missing);
+    o.create_missing_column_families(opts.create_if_missing);
+    o.set_max_open_files(max_open_files());
+    o.increase_parallelism(2);
+    o.set_max_background_jobs(4);
+    o.set_bytes_per_sync(1 << 20);
+    o.set_keep_log_file_num(4);
+    o
+}
+
+/// Options of one table's column family.
+pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
+    let mut o = Options::default();
+    let mut t = BlockBasedOptions::default();
+    t.set_block_cache(cache);
+    t.set_cache_index_and_filter_blocks(true);
+    t.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    t.set_format_version(5);
+    match table {
+        // Read by seek ("first shard >= (key, block)"), written in bulk by the history stages:
+        // larger blocks, partitioned index and filters, LZ4 upper / ZSTD bottom levels.
+        Tables::AccountsHistory | Tables::StoragesHistory => {
+            t.set_block_size(16 << 10);
+            t.set_bloom_filter(10.0, false);
+            t.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+            t.set_partition_filters(true);
+            t.set_pin_top_level_index_and_filter(true);
+            o.set_compression_type(DBCompressionType::Lz4);
+            o.set_bottommost_compression_type(DBCompressionType::Zstd);
+            o.set_level_compaction_dynamic_level_bytes(true);
+        }
+        // Random 32-byte hashes, point lookups, values of 8 bytes: compression gains nothing;
+        // whole-key bloom lets inserts and misses skip disk.
+        Tables::TransactionHashNumbers => {
+            t.set_block_size(4 << 10);
+            t.set_bloom_filter(10.0, false);
+            t.set_whole_key_filtering(true);
+            o.set_compression_type(DBCompressionType::None);
+            o.set_memtable_prefix_bloom_ratio(0.1);
+        }
+        _ => {
+            t.set_block_size(16 << 10);
+            t.set_bloom_filter(10.0, false);
+            o.set_compression_type(DBCompressionType::Lz4);
+            o.set_bottommost_compression_type(DBCompressionType::Zstd);
+        }
+    }
+    o.set_block_based_table_factory(&t);
+    o
+}

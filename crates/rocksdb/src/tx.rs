@@ -1,0 +1,424 @@
+//! RocksDB transactions. A read transaction is a snapshot. A write transaction reads the
+//! snapshot it began on merged with its own writes (kept in memory, per table), and commits them
+//! as one synced `WriteBatch`. One write transaction at a time (the engine's writer lock).
+
+use crate::{
+    env::EngineInner,
+    error::RocksError,
+    view::{Merged, OwnedSnapshot, RocksRow, TableOverlay, snapshot_keys},
+};
+use parking_lot::{Mutex, RawMutex, lock_api::ArcMutexGuard};
+use reth_hybrid_api::{
+    DatabaseError, Tables,
+    raw::{RawPair, RawResult, RawTx, RawTxMut},
+    sorted::{EmulatedCursor, PairStore, PairStoreExt, TableWrites},
+};
+use rocksdb::{WriteBatch, WriteOptions};
+use std::sync::Arc;
+
+pub(crate) struct TxInner {
+    snap: OwnedSnapshot,
+    /// Uncommitted writes per table (`Tables as usize`); `None` for read-only transactions.
+    overlay: Option<Mutex<Vec<TableOverlay>>>,
+    /// Held for the life of a write transaction.
+    _writer: Option<ArcMutexGuard<RawMutex, ()>>,
+}
+
+/// A read-only RocksDB transaction (a snapshot).
+#[derive(Clone)]
+pub struct RocksTx {
+    inner: Arc<TxInner>,
+}
+
+/// A read-write RocksDB transaction.
+pub struct RocksTxMut {
+    inner: Arc<TxInner>,
+}
+
+impl std::fmt::Debug for RocksTx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RocksTx")
+    }
+}
+
+impl std::fmt::Debug for RocksTxMut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RocksTxMut")
+    }
+}
+
+impl RocksTx {
+    pub(crate) fn begin(engine: Arc<EngineInner>) -> Self {
+        Self {
+            inner: Arc::new(TxInner {
+                snap: OwnedSnapshot::new(engine),
+                overlay: None,
+                _writer: None,
+            }),
+        }
+    }
+}
+
+impl RocksTxMut {
+    pub(crate) fn begin(engine: Arc<EngineInner>, writer: ArcMutexGuard<RawMutex, ()>) -> Self {
+        let overlay = vec![TableOverlay::default(); Tables::COUNT];
+        Self {
+            inner: Arc::new(TxInner {
+                snap: OwnedSnapshot::new(engine),
+                overlay: Some(Mutex::new(overlay)),
+                _writer: Some(writer),
+            }),
+        }
+    }
+
+    /// The write batch this transaction would commit (used by the hybrid commit protocol too).
+    pub fn to_write_batch(&self) -> RawResult<WriteBatch> {
+        let mut batch = WriteBatch::default();
+        let overlay = self
+            .inner
+            .overlay
+            .as_ref()
+            .expect("write transaction")
+            .lock();
+        let engine = self.inner.snap.engine();
+        for table in Tables::ALL {
+            let o = &overlay[table as usize];
+            let cf = engine.cf(table);
+            if o.cleared {
+                snapshot_keys(&self.inner.snap, table, |k| {
+                    if !o.writes.contains_key(k) {
+                        batch.delete_cf(cf, k);
+                    }
+                })?;
+            }
+            for (k, v) in &o.writes {
+                match v {
+                    Some(v) => batch.put_cf(cf, k, v),
+                    None => batch.delete_cf(cf, k),
+                }
+            }
+        }
+        Ok(batch)
+    }
+}
+
+/// One table as sorted pairs, through a transaction.
+#[derive(Clone)]
+pub struct RocksStore {
+    tx: Arc<TxInner>,
+    table: Tables,
+}
+
+impl std::fmt::Debug for RocksStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksStore")
+            .field("table", &self.table)
+            .finish()
+    }
+}
+
+/// A RocksDB cursor: MDBX's cursor semantics over the merged view.
+pub type RocksCursor = EmulatedCursor<RocksStore>;
+
+/// The smallest `len`-byte string greater than `prefix` (`None` if `prefix` is all 0xff).
+fn increment(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut out = prefix.to_vec();
+    for i in (0..out.len()).rev() {
+        if out[i] < 0xff {
+            out[i] += 1;
+            out.truncate(i + 1);
+            out.resize(prefix.len(), 0);
+            return Some(out);
+        }
+    }
+    None
+}
+
+impl RocksStore {
+    /// Fixed key length of a dupsort table (RocksDB key = key ++ value).
+    fn dup_len(&self) -> Option<usize> {
+        self.table.dupsort_key_len()
+    }
+
+    fn with_view<R>(&self, f: impl FnOnce(&Merged<'_>) -> RawResult<R>) -> RawResult<R> {
+        match &self.tx.overlay {
+            None => f(&Merged {
+                snap: &self.tx.snap,
+                overlay: None,
+                table: self.table,
+            }),
+            Some(o) => {
+                let guard = o.lock();
+                f(&Merged {
+                    snap: &self.tx.snap,
+                    overlay: Some(&guard[self.table as usize]),
+                    table: self.table,
+                })
+            }
+        }
+    }
+
+    fn write(&self, f: impl FnOnce(&mut TableOverlay)) -> RawResult<()> {
+        match &self.tx.overlay {
+            Some(o) => {
+                f(&mut o.lock()[self.table as usize]);
+                Ok(())
+            }
+            None => Err(DatabaseError::Write(Box::new(
+                reth_hybrid_api::DatabaseWriteError {
+                    info: reth_hybrid_api::DatabaseErrorInfo::new(
+                        "read-only transaction",
+                        reth_hybrid_api::error::codes::ACCESS,
+                    )
+                    .with_engine("rocksdb"),
+                    operation: reth_hybrid_api::DatabaseWriteOperation::PutUpsert,
+                    table_name: self.table.name(),
+                    key: Vec::new(),
+                },
+            ))),
+        }
+    }
+
+    fn decode(&self, row: Option<RocksRow>) -> RawResult<Option<RawPair>> {
+        let Some((rk, rv)) = row else { return Ok(None) };
+        match self.dup_len() {
+            None => Ok(Some((rk, rv))),
+            Some(len) if rk.len() >= len => {
+                let mut k = rk;
+                let v = k.split_off(len);
+                Ok(Some((k, v)))
+            }
+            Some(len) => Err(RocksError::CorruptDupKey {
+                table: self.table,
+                len: rk.len(),
+                expected: len,
+            }
+            .into()),
+        }
+    }
+
+    fn check_dup_key(&self, key: &[u8]) -> RawResult<()> {
+        match self.dup_len() {
+            Some(len) if key.len() != len => Err(RocksError::WrongDupKeyLength {
+                table: self.table,
+                len: key.len(),
+                expected: len,
+            }
+            .into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl PairStore for RocksStore {
+    fn table(&self) -> Tables {
+        self.table
+    }
+
+    fn engine_name(&self) -> &'static str {
+        "rocksdb"
+    }
+
+    fn ge(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
+        match self.dup_len() {
+            Some(len) => {
+                let target = if key.len() == len {
+                    Some([key, value].concat())
+                } else if key.len() < len {
+                    Some(key.to_vec())
+                } else {
+                    increment(&key[..len])
+                };
+                let Some(target) = target else {
+                    return Ok(None);
+                };
+                let row = self.with_view(|v| v.ge(&target))?;
+                self.decode(row)
+            }
+            None => self.with_view(|view| {
+                let found = view.ge(key)?;
+                match found {
+                    Some((k, v)) if k == key && v.as_slice() < value => {
+                        let mut next = key.to_vec();
+                        next.push(0);
+                        view.ge(&next)
+                    }
+                    other => Ok(other),
+                }
+            }),
+        }
+    }
+
+    fn lt(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
+        match self.dup_len() {
+            Some(len) => {
+                let target = if key.len() == len {
+                    Some([key, value].concat())
+                } else if key.len() < len {
+                    Some(key.to_vec())
+                } else {
+                    increment(&key[..len])
+                };
+                let row = self.with_view(|v| v.lt(target.as_deref()))?;
+                self.decode(row)
+            }
+            None => self.with_view(|view| {
+                // Last row with key <= `key`; the row at `key` counts only if its value < `value`.
+                let mut next = key.to_vec();
+                next.push(0);
+                match view.lt(Some(&next))? {
+                    Some((k, v)) if k == key && v.as_slice() >= value => view.lt(Some(key)),
+                    other => Ok(other),
+                }
+            }),
+        }
+    }
+
+    fn last(&self) -> RawResult<Option<RawPair>> {
+        let row = self.with_view(|v| v.lt(None))?;
+        self.decode(row)
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.check_dup_key(key)?;
+        match self.dup_len() {
+            Some(_) => self.write(|o| {
+                o.writes.insert([key, value].concat(), Some(Vec::new()));
+            }),
+            None => self.write(|o| {
+                o.writes.insert(key.to_vec(), Some(value.to_vec()));
+            }),
+        }
+    }
+
+    fn remove(&self, key: &[u8], value: &[u8]) -> RawResult<bool> {
+        if !self.contains(key, value)? {
+            return Ok(false);
+        }
+        let rocks_key = if self.dup_len().is_some() {
+            [key, value].concat()
+        } else {
+            key.to_vec()
+        };
+        self.write(|o| {
+            o.writes.insert(rocks_key, None);
+        })?;
+        Ok(true)
+    }
+
+    fn remove_key(&self, key: &[u8]) -> RawResult<bool> {
+        let mut pairs = Vec::new();
+        let mut next = self.first_of_key(key)?;
+        while let Some((k, v)) = next {
+            next = self.gt(&k, &v)?.filter(|(nk, _)| *nk == k);
+            pairs.push((k, v));
+        }
+        if pairs.is_empty() {
+            return Ok(false);
+        }
+        let dup = self.dup_len().is_some();
+        self.write(|o| {
+            for (k, v) in pairs {
+                let rocks_key = if dup { [k, v].concat() } else { k };
+                o.writes.insert(rocks_key, None);
+            }
+        })?;
+        Ok(true)
+    }
+
+    fn count(&self) -> RawResult<usize> {
+        let mut n = 0;
+        self.with_view(|v| v.scan(|_, _| n += 1))?;
+        Ok(n)
+    }
+
+    fn clear(&self) -> RawResult<()> {
+        self.write(|o| {
+            o.cleared = true;
+            o.writes.clear();
+        })
+    }
+}
+
+fn store(inner: &Arc<TxInner>, table: Tables) -> RocksStore {
+    RocksStore {
+        tx: Arc::clone(inner),
+        table,
+    }
+}
+
+macro_rules! impl_raw_tx {
+    ($ty:ty) => {
+        impl RawTx for $ty {
+            type Cursor = RocksCursor;
+
+            fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
+                store(&self.inner, table).get_first(key)
+            }
+
+            fn cursor(&self, table: Tables) -> RawResult<RocksCursor> {
+                Ok(EmulatedCursor::new(store(&self.inner, table)))
+            }
+
+            fn entries(&self, table: Tables) -> RawResult<usize> {
+                store(&self.inner, table).count()
+            }
+
+            fn commit(self) -> RawResult<()> {
+                self.finish()
+            }
+
+            fn abort(self) {}
+        }
+    };
+}
+
+impl_raw_tx!(RocksTx);
+impl_raw_tx!(RocksTxMut);
+
+impl RocksTx {
+    fn finish(self) -> RawResult<()> {
+        Ok(())
+    }
+}
+
+impl RocksTxMut {
+    fn finish(self) -> RawResult<()> {
+        let batch = self.to_write_batch()?;
+        let engine = self.inner.snap.engine();
+        let mut wo = WriteOptions::default();
+        wo.set_sync(engine.sync_writes);
+        engine
+            .db
+            .write_opt(batch, &wo)
+            .map_err(|e| RocksError::Commit(e).into())
+    }
+}
+
+impl RawTxMut for RocksTxMut {
+    type CursorMut = RocksCursor;
+
+    fn put(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()> {
+        store(&self.inner, table).put_pair(key, value)
+    }
+
+    fn append(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()> {
+        store(&self.inner, table).append_pair(
+            key,
+            value,
+            reth_hybrid_api::DatabaseWriteOperation::PutAppend,
+        )
+    }
+
+    fn delete(&self, table: Tables, key: &[u8], value: Option<&[u8]>) -> RawResult<bool> {
+        store(&self.inner, table).delete_pair(key, value)
+    }
+
+    fn clear(&self, table: Tables) -> RawResult<()> {
+        store(&self.inner, table).clear()
+    }
+
+    fn cursor_mut(&self, table: Tables) -> RawResult<RocksCursor> {
+        Ok(EmulatedCursor::new(store(&self.inner, table)))
+    }
+}
