@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/reth-hybrid/target
 CARGO ?= cargo
 
-.PHONY: deps demo test lint check-api-deps fmt
+.PHONY: deps demo test lint check-api-deps fmt bench-engines
 
 # bindgen (RocksDB and MDBX bindings) needs libclang; the engines need a C/C++ compiler.
 deps:
@@ -39,3 +39,7 @@ lint: deps
 
 fmt:
 	$(CARGO) fmt --all
+
+# Engine microbenchmarks (release build in its own target dir); prints MDBX/RocksDB ratios.
+bench-engines: deps
+	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench engines

@@ -1,0 +1,103 @@
+//! Shared helpers for reth-hybrid's benchmarks: realistic keys and side-by-side ratio reports.
+
+use std::path::PathBuf;
+
+/// A deterministic stream of pseudo-random bytes (splitmix64), so every engine sees the same keys.
+#[derive(Debug, Clone)]
+pub struct KeyGen(u64);
+
+impl KeyGen {
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn bytes<const N: usize>(&mut self) -> [u8; N] {
+        let mut out = [0u8; N];
+        for chunk in out.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+        out
+    }
+}
+
+/// A 28-byte `ShardedKey<Address>`: address ++ highest block (BE).
+pub fn sharded_key(address: [u8; 20], block: u64) -> [u8; 28] {
+    let mut k = [0u8; 28];
+    k[..20].copy_from_slice(&address);
+    k[20..].copy_from_slice(&block.to_be_bytes());
+    k
+}
+
+/// A 60-byte `StorageShardedKey`: address ++ slot ++ highest block (BE).
+pub fn storage_sharded_key(address: [u8; 20], slot: [u8; 32], block: u64) -> [u8; 60] {
+    let mut k = [0u8; 60];
+    k[..20].copy_from_slice(&address);
+    k[20..52].copy_from_slice(&slot);
+    k[52..].copy_from_slice(&block.to_be_bytes());
+    k
+}
+
+/// Where criterion keeps its results.
+pub fn criterion_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"))
+        .join("criterion")
+}
+
+/// Mean time in nanoseconds of one criterion benchmark (`group/function`), from its last run.
+pub fn criterion_mean_ns(group: &str, function: &str) -> Option<f64> {
+    let path = criterion_dir()
+        .join(group)
+        .join(function)
+        .join("new")
+        .join("estimates.json");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    json["mean"]["point_estimate"].as_f64()
+}
+
+/// Prints one markdown row per group: both engines' means and the `numerator/denominator` ratio.
+pub fn print_ratio_table(
+    groups: &[&str],
+    numerator: &str,
+    denominator: &str,
+) -> Vec<(String, f64, f64)> {
+    println!("\n| operation | {numerator} | {denominator} | {numerator}/{denominator} |");
+    println!("|---|---:|---:|---:|");
+    let mut rows = Vec::new();
+    for group in groups {
+        if let (Some(a), Some(b)) = (
+            criterion_mean_ns(group, numerator),
+            criterion_mean_ns(group, denominator),
+        ) {
+            println!(
+                "| {group} | {} | {} | {:.2}x |",
+                fmt_ns(a),
+                fmt_ns(b),
+                a / b
+            );
+            rows.push((group.to_string(), a, b));
+        }
+    }
+    rows
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
