@@ -130,3 +130,18 @@ pub trait RawCursorMut: RawCursor {
     /// Deletes every duplicate of the current key.
     fn delete_current_duplicates(&mut self) -> RawResult<()>;
 }
+
+/// An engine whose write transactions can be exported as bytes and re-applied later, atomically
+/// and durably. The hybrid commit protocol writes these bytes to its intent log before the
+/// decision commit, so a crash between the two engines' commits can be finished by replay.
+pub trait RawReplay: RawEngine {
+    /// Whether `tx` has written anything (a clean follower needs no intent and no fsync).
+    fn is_dirty(tx: &Self::TxMut) -> bool;
+
+    /// The effects of `tx` as opaque bytes (the engine's own batch format).
+    fn export_writes(tx: &Self::TxMut) -> RawResult<Vec<u8>>;
+
+    /// Applies exported writes as one atomic, durable step. Applying the same bytes twice gives
+    /// the same state (they are absolute puts and deletes).
+    fn apply_exported(&self, writes: &[u8]) -> RawResult<()>;
+}

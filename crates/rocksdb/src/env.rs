@@ -8,7 +8,7 @@ use crate::{
 use parking_lot::Mutex;
 use reth_hybrid_api::{
     Tables,
-    raw::{RawEngine, RawResult},
+    raw::{RawEngine, RawReplay, RawResult},
 };
 use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, DB};
 use std::{
@@ -97,6 +97,20 @@ impl RocksEngine {
     /// A table's column family handle.
     pub fn column_family(&self, table: Tables) -> &ColumnFamily {
         self.inner.cf(table)
+    }
+}
+
+impl RawReplay for RocksEngine {
+    fn is_dirty(tx: &RocksTxMut) -> bool {
+        tx.is_dirty()
+    }
+
+    fn export_writes(tx: &RocksTxMut) -> RawResult<Vec<u8>> {
+        Ok(tx.to_write_batch()?.data().to_vec())
+    }
+
+    fn apply_exported(&self, writes: &[u8]) -> RawResult<()> {
+        crate::tx::write_batch(&self.inner, rocksdb::WriteBatch::from_data(writes))
     }
 }
 

@@ -71,6 +71,14 @@ impl RocksTxMut {
         }
     }
 
+    /// Whether this transaction has written (or cleared) anything.
+    pub fn is_dirty(&self) -> bool {
+        self.inner
+            .overlay
+            .as_ref()
+            .is_some_and(|o| o.lock().iter().any(|t| t.cleared || !t.writes.is_empty()))
+    }
+
     /// The write batch this transaction would commit (used by the hybrid commit protocol too).
     pub fn to_write_batch(&self) -> RawResult<WriteBatch> {
         let mut batch = WriteBatch::default();
@@ -385,14 +393,18 @@ impl RocksTx {
 impl RocksTxMut {
     fn finish(self) -> RawResult<()> {
         let batch = self.to_write_batch()?;
-        let engine = self.inner.snap.engine();
-        let mut wo = WriteOptions::default();
-        wo.set_sync(engine.sync_writes);
-        engine
-            .db
-            .write_opt(batch, &wo)
-            .map_err(|e| RocksError::Commit(e).into())
+        write_batch(self.inner.snap.engine(), batch)
     }
+}
+
+/// Writes one batch atomically, synced when the engine promises durability.
+pub(crate) fn write_batch(engine: &EngineInner, batch: WriteBatch) -> RawResult<()> {
+    let mut wo = WriteOptions::default();
+    wo.set_sync(engine.sync_writes);
+    engine
+        .db
+        .write_opt(batch, &wo)
+        .map_err(|e| RocksError::Commit(e).into())
 }
 
 impl RawTxMut for RocksTxMut {

@@ -1,0 +1,83 @@
+//! The all-or-nothing commit across two engines.
+//!
+//! 1. Stamp the commit's sequence into both transactions (and, in the primary, the sequence of
+//!    the last commit that reached the follower).
+//! 2. If the follower has writes: export them and make them durable in the intent log.
+//! 3. Commit the primary: **the decision**. From here the commit happened.
+//! 4. Apply the exported writes to the follower (one atomic, synced batch).
+//! 5. Clear the intent.
+//!
+//! Recovery (`recovery.rs`) finishes step 4 from the intent when MDBX has decided and RocksDB has
+//! not, and discards an intent MDBX never decided. Readers cannot observe the gap between 3 and
+//! 4: both happen under the visibility lock that snapshot creation takes shared.
+
+use crate::{
+    control::{FOLLOWER_SEQ_KEY, SEQ_KEY, put_u64},
+    crash::crash_point,
+    error::HybridError,
+    intent_log::Intent,
+    router::HybridTxMut,
+};
+use reth_hybrid_api::raw::{RawEngine, RawReplay, RawTx};
+
+pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Result<(), HybridError> {
+    let HybridTxMut {
+        primary,
+        follower,
+        db,
+        _writer,
+        ..
+    } = tx;
+    let mut state = db.state.lock();
+    if let Some(seq) = state.poisoned {
+        return Err(HybridError::Poisoned { seq });
+    }
+    let seq = state.seq + 1;
+    put_u64(&primary, SEQ_KEY, seq)?;
+    let intent = if F::is_dirty(&follower) {
+        put_u64(&follower, SEQ_KEY, seq)?;
+        put_u64(&primary, FOLLOWER_SEQ_KEY, seq)?;
+        let intent = Intent {
+            seq,
+            prev_follower_seq: state.follower_seq,
+            payload: F::export_writes(&follower)?,
+        };
+        // ORDER: the intent is durable before the decision. A crash here leaves an intent whose
+        // sequence MDBX never recorded; recovery discards it.
+        db.intent.write(&intent)?;
+        crash_point!(AfterIntentWrite);
+        Some(intent)
+    } else {
+        None
+    };
+    follower.abort();
+    {
+        let _exclusive = db.visibility.write();
+        // ORDER: MDBX's commit is the decision. A crash right after it leaves RocksDB behind by
+        // exactly this intent; recovery replays it.
+        if let Err(e) = primary.commit() {
+            if intent.is_some() {
+                db.intent.clear()?;
+            }
+            return Err(e.into());
+        }
+        crash_point!(AfterPrimaryCommit);
+        if let Some(intent) = &intent {
+            if let Err(e) = db.follower.apply_exported(&intent.payload) {
+                // MDBX decided; RocksDB refused. Only recovery (on reopen) may finish this.
+                state.poisoned = Some(seq);
+                return Err(e.into());
+            }
+            crash_point!(AfterFollowerApply);
+        }
+    }
+    state.seq = seq;
+    if let Some(intent) = intent {
+        state.follower_seq = intent.seq;
+        // ORDER: clearing last. A crash before it leaves an intent both engines already hold;
+        // recovery sees the follower at the intent's sequence and just clears it.
+        db.intent.clear()?;
+        crash_point!(AfterIntentClear);
+    }
+    Ok(())
+}

@@ -1,0 +1,20 @@
+//! The hybrid router: each reth table routed to MDBX or RocksDB by a persisted layout, one write
+//! transaction committed all-or-nothing across both engines, recovery on open.
+//!
+//! Generic over the raw engine traits: the primary engine (the layout's `mdbx`) holds the commit
+//! decision, the follower (`rocksdb`) must support replay (`RawReplay`). Only constructors name
+//! concrete engines.
+
+mod commit;
+pub mod control;
+pub mod crash;
+pub mod error;
+pub mod intent_log;
+pub mod layout;
+pub mod recovery;
+mod router;
+
+pub use error::HybridError;
+pub use layout::Layout;
+pub use recovery::{Recovered, RecoveryAction};
+pub use router::{HybridDb, HybridOptions, HybridTx, HybridTxMut, INTENT_LOG_FILE, Routed};

@@ -1,0 +1,432 @@
+//! `HybridDb`: two engines behind one raw engine interface, each table routed by the layout.
+//! The primary engine (the layout's "mdbx") holds the commit decision; the follower (the
+//! layout's "rocksdb") is brought along through the intent log (see `commit.rs`).
+
+use crate::{
+    control::{get_bytes, has_user_rows, put_bytes},
+    error::HybridError,
+    intent_log::IntentLog,
+    layout::{LAYOUT_KEY, Layout},
+    recovery::{Recovered, recover},
+};
+use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
+use reth_hybrid_api::{
+    DatabaseError, EngineKind, Tables,
+    raw::{RawCursor, RawCursorMut, RawEngine, RawPair, RawReplay, RawResult, RawTx, RawTxMut},
+};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+/// File name of the intent log inside the datadir.
+pub const INTENT_LOG_FILE: &str = "hybrid-intent.log";
+
+/// How to open a hybrid datadir.
+#[derive(Debug, Clone, Default)]
+pub struct HybridOptions {
+    /// The layout to use. For a datadir that already has one, it must match (or be `None`).
+    pub layout: Option<Layout>,
+}
+
+pub(crate) struct CommitState {
+    pub(crate) seq: u64,
+    pub(crate) follower_seq: u64,
+    pub(crate) poisoned: Option<u64>,
+}
+
+pub(crate) struct HybridInner<P, F> {
+    pub(crate) primary: P,
+    pub(crate) follower: F,
+    pub(crate) layout: Layout,
+    pub(crate) intent: IntentLog,
+    pub(crate) state: Mutex<CommitState>,
+    /// Readers take it shared while opening both snapshots; a commit takes it exclusively from
+    /// the decision commit until the follower has applied, so no reader sees one without the other.
+    pub(crate) visibility: RwLock<()>,
+    pub(crate) writer: Arc<Mutex<()>>,
+    pub(crate) datadir: PathBuf,
+    pub(crate) recovered: Recovered,
+}
+
+/// The hybrid database.
+pub struct HybridDb<P, F> {
+    pub(crate) inner: Arc<HybridInner<P, F>>,
+}
+
+impl<P, F> Clone for HybridDb<P, F> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<P: RawEngine, F: RawEngine> std::fmt::Debug for HybridDb<P, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HybridDb")
+            .field("datadir", &self.inner.datadir)
+            .field("primary", &self.inner.primary)
+            .field("follower", &self.inner.follower)
+            .finish()
+    }
+}
+
+impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
+    /// Opens the hybrid over two open engines of one datadir: recovers the commit in flight,
+    /// then checks (and on first open records) the layout against the rows really present.
+    pub fn open(
+        primary: P,
+        follower: F,
+        datadir: &Path,
+        options: HybridOptions,
+    ) -> Result<Self, HybridError> {
+        let intent = IntentLog::new(datadir.join(INTENT_LOG_FILE));
+        let recovered = recover(&primary, &follower, &intent)?;
+        let layout = settle_layout(&primary, &follower, options.layout)?;
+        Ok(Self {
+            inner: Arc::new(HybridInner {
+                state: Mutex::new(CommitState {
+                    seq: recovered.seq,
+                    follower_seq: recovered.follower_seq,
+                    poisoned: None,
+                }),
+                primary,
+                follower,
+                layout,
+                intent,
+                visibility: RwLock::new(()),
+                writer: Arc::new(Mutex::new(())),
+                datadir: datadir.to_path_buf(),
+                recovered,
+            }),
+        })
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.inner.layout
+    }
+
+    /// What recovery did when this handle opened.
+    pub fn recovered(&self) -> &Recovered {
+        &self.inner.recovered
+    }
+
+    /// Sequence of the last committed hybrid write transaction.
+    pub fn last_seq(&self) -> u64 {
+        self.inner.state.lock().seq
+    }
+
+    pub fn primary(&self) -> &P {
+        &self.inner.primary
+    }
+
+    pub fn follower(&self) -> &F {
+        &self.inner.follower
+    }
+
+    fn check_poisoned(&self) -> RawResult<()> {
+        match self.inner.state.lock().poisoned {
+            Some(seq) => Err(HybridError::Poisoned { seq }.into()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Reads the stored layout, compares it with the requested one, validates it against the rows,
+/// and records it on first open.
+fn settle_layout<P: RawEngine, F: RawEngine>(
+    primary: &P,
+    follower: &F,
+    requested: Option<Layout>,
+) -> Result<Layout, HybridError> {
+    let stored = {
+        let tx = primary.begin_ro()?;
+        let bytes = get_bytes(&tx, LAYOUT_KEY)?;
+        tx.abort();
+        bytes.map(|b| Layout::from_json(&b)).transpose()?
+    };
+    let layout = match (&stored, requested) {
+        (Some(stored), Some(requested)) => {
+            if let Some(table) = stored.first_difference(&requested) {
+                return Err(HybridError::LayoutMismatch {
+                    table,
+                    stored: stored.engine_of(table),
+                    requested: requested.engine_of(table),
+                });
+            }
+            stored.clone()
+        }
+        (Some(stored), None) => stored.clone(),
+        (None, requested) => requested.unwrap_or_default(),
+    };
+    let (ptx, ftx) = (primary.begin_ro()?, follower.begin_ro()?);
+    for table in Tables::ALL {
+        let (routed, other_has_rows, other) = match layout.engine_of(table) {
+            EngineKind::Mdbx => (
+                EngineKind::Mdbx,
+                has_user_rows(&ftx, table)?,
+                EngineKind::RocksDb,
+            ),
+            EngineKind::RocksDb => (
+                EngineKind::RocksDb,
+                has_user_rows(&ptx, table)?,
+                EngineKind::Mdbx,
+            ),
+        };
+        if other_has_rows {
+            return Err(HybridError::RowsInOtherEngine {
+                table,
+                routed,
+                found: other,
+            });
+        }
+    }
+    drop((ptx, ftx));
+    if stored.is_none() {
+        let tx = primary.begin_rw()?;
+        put_bytes(&tx, LAYOUT_KEY, layout.to_json())?;
+        tx.commit()?;
+    }
+    Ok(layout)
+}
+
+/// A cursor of whichever engine holds the table.
+#[derive(Debug)]
+pub enum Routed<A, B> {
+    Primary(A),
+    Follower(B),
+}
+
+macro_rules! route {
+    ($self:expr, $c:ident => $e:expr) => {
+        match $self {
+            Routed::Primary($c) => $e,
+            Routed::Follower($c) => $e,
+        }
+    };
+}
+
+impl<A: RawCursor, B: RawCursor> RawCursor for Routed<A, B> {
+    fn first(&mut self) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.first())
+    }
+    fn last(&mut self) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.last())
+    }
+    fn seek(&mut self, key: &[u8]) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.seek(key))
+    }
+    fn seek_exact(&mut self, key: &[u8]) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.seek_exact(key))
+    }
+    fn next(&mut self) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.next())
+    }
+    fn prev(&mut self) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.prev())
+    }
+    fn current(&mut self) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.current())
+    }
+    fn next_dup(&mut self) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.next_dup())
+    }
+    fn prev_dup(&mut self) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.prev_dup())
+    }
+    fn next_no_dup(&mut self) -> RawResult<Option<RawPair>> {
+        route!(self, c => c.next_no_dup())
+    }
+    fn last_dup(&mut self) -> RawResult<Option<Vec<u8>>> {
+        route!(self, c => c.last_dup())
+    }
+    fn seek_by_key_subkey(&mut self, key: &[u8], subkey: &[u8]) -> RawResult<Option<Vec<u8>>> {
+        route!(self, c => c.seek_by_key_subkey(key, subkey))
+    }
+}
+
+impl<A: RawCursorMut, B: RawCursorMut> RawCursorMut for Routed<A, B> {
+    fn upsert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        route!(self, c => c.upsert(key, value))
+    }
+    fn insert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        route!(self, c => c.insert(key, value))
+    }
+    fn append(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        route!(self, c => c.append(key, value))
+    }
+    fn append_dup(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        route!(self, c => c.append_dup(key, value))
+    }
+    fn delete_current(&mut self) -> RawResult<()> {
+        route!(self, c => c.delete_current())
+    }
+    fn delete_current_duplicates(&mut self) -> RawResult<()> {
+        route!(self, c => c.delete_current_duplicates())
+    }
+}
+
+/// A hybrid read transaction: one snapshot of each engine, opened at one consistent point.
+pub struct HybridTx<A, B> {
+    primary: A,
+    follower: B,
+    layout: Layout,
+}
+
+impl<A, B> std::fmt::Debug for HybridTx<A, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HybridTx")
+    }
+}
+
+/// Dispatches a transaction call to the engine that holds `table`.
+macro_rules! by_table {
+    ($self:expr, $table:expr, $tx:ident => $e:expr) => {
+        match $self.layout.engine_of($table) {
+            EngineKind::Mdbx => {
+                let $tx = &$self.primary;
+                $e
+            }
+            EngineKind::RocksDb => {
+                let $tx = &$self.follower;
+                $e
+            }
+        }
+    };
+}
+
+impl<A: RawTx, B: RawTx> RawTx for HybridTx<A, B> {
+    type Cursor = Routed<A::Cursor, B::Cursor>;
+
+    fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
+        by_table!(self, table, tx => tx.get(table, key))
+    }
+
+    fn cursor(&self, table: Tables) -> RawResult<Self::Cursor> {
+        match self.layout.engine_of(table) {
+            EngineKind::Mdbx => Ok(Routed::Primary(self.primary.cursor(table)?)),
+            EngineKind::RocksDb => Ok(Routed::Follower(self.follower.cursor(table)?)),
+        }
+    }
+
+    fn entries(&self, table: Tables) -> RawResult<usize> {
+        by_table!(self, table, tx => tx.entries(table))
+    }
+
+    fn commit(self) -> RawResult<()> {
+        let r = self.primary.commit();
+        self.follower.commit()?;
+        r
+    }
+
+    fn abort(self) {
+        self.primary.abort();
+        self.follower.abort();
+    }
+}
+
+/// A hybrid write transaction.
+pub struct HybridTxMut<P: RawEngine, F: RawReplay> {
+    pub(crate) primary: P::TxMut,
+    pub(crate) follower: F::TxMut,
+    pub(crate) layout: Layout,
+    pub(crate) db: Arc<HybridInner<P, F>>,
+    pub(crate) _writer: ArcMutexGuard<RawMutex, ()>,
+}
+
+impl<P: RawEngine, F: RawReplay> std::fmt::Debug for HybridTxMut<P, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HybridTxMut")
+    }
+}
+
+impl<P: RawEngine, F: RawReplay> RawTx for HybridTxMut<P, F> {
+    type Cursor = Routed<<P::TxMut as RawTx>::Cursor, <F::TxMut as RawTx>::Cursor>;
+
+    fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
+        by_table!(self, table, tx => tx.get(table, key))
+    }
+
+    fn cursor(&self, table: Tables) -> RawResult<Self::Cursor> {
+        match self.layout.engine_of(table) {
+            EngineKind::Mdbx => Ok(Routed::Primary(self.primary.cursor(table)?)),
+            EngineKind::RocksDb => Ok(Routed::Follower(self.follower.cursor(table)?)),
+        }
+    }
+
+    fn entries(&self, table: Tables) -> RawResult<usize> {
+        by_table!(self, table, tx => tx.entries(table))
+    }
+
+    fn commit(self) -> RawResult<()> {
+        crate::commit::commit(self).map_err(DatabaseError::from)
+    }
+
+    fn abort(self) {
+        self.primary.abort();
+        self.follower.abort();
+    }
+}
+
+impl<P: RawEngine, F: RawReplay> RawTxMut for HybridTxMut<P, F> {
+    type CursorMut = Routed<<P::TxMut as RawTxMut>::CursorMut, <F::TxMut as RawTxMut>::CursorMut>;
+
+    fn put(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()> {
+        by_table!(self, table, tx => tx.put(table, key, value))
+    }
+
+    fn append(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()> {
+        by_table!(self, table, tx => tx.append(table, key, value))
+    }
+
+    fn delete(&self, table: Tables, key: &[u8], value: Option<&[u8]>) -> RawResult<bool> {
+        by_table!(self, table, tx => tx.delete(table, key, value))
+    }
+
+    fn clear(&self, table: Tables) -> RawResult<()> {
+        by_table!(self, table, tx => tx.clear(table))
+    }
+
+    fn cursor_mut(&self, table: Tables) -> RawResult<Self::CursorMut> {
+        match self.layout.engine_of(table) {
+            EngineKind::Mdbx => Ok(Routed::Primary(self.primary.cursor_mut(table)?)),
+            EngineKind::RocksDb => Ok(Routed::Follower(self.follower.cursor_mut(table)?)),
+        }
+    }
+}
+
+impl<P: RawEngine, F: RawReplay> RawEngine for HybridDb<P, F> {
+    type Tx = HybridTx<P::Tx, F::Tx>;
+    type TxMut = HybridTxMut<P, F>;
+
+    fn engine_name(&self) -> &'static str {
+        "hybrid"
+    }
+
+    fn path(&self) -> PathBuf {
+        self.inner.datadir.clone()
+    }
+
+    fn begin_ro(&self) -> RawResult<Self::Tx> {
+        self.check_poisoned()?;
+        let _visible = self.inner.visibility.read();
+        Ok(HybridTx {
+            primary: self.inner.primary.begin_ro()?,
+            follower: self.inner.follower.begin_ro()?,
+            layout: self.inner.layout.clone(),
+        })
+    }
+
+    fn begin_rw(&self) -> RawResult<Self::TxMut> {
+        let writer = self.inner.writer.lock_arc();
+        self.check_poisoned()?;
+        Ok(HybridTxMut {
+            primary: self.inner.primary.begin_rw()?,
+            follower: self.inner.follower.begin_rw()?,
+            layout: self.inner.layout.clone(),
+            db: Arc::clone(&self.inner),
+            _writer: writer,
+        })
+    }
+}
