@@ -11,6 +11,11 @@ mod tables_cmd;
     about = "Hybrid MDBX + RocksDB storage for reth: table catalogue, migration and datadir tools"
 )]
 struct Cli {
+    /// Serve Prometheus metrics (operations, commit phases, engine gauges) on this address,
+    /// e.g. 127.0.0.1:9001, for as long as the command runs.
+    #[arg(long, global = true, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -26,7 +31,16 @@ fn main() -> eyre::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    if let Some(addr) = cli.metrics {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .install()
+            .map_err(|e| eyre::eyre!("cannot serve metrics on {addr}: {e}"))?;
+        reth_hybrid_hybrid::metrics::enable();
+        tracing::info!(%addr, "serving Prometheus metrics");
+    }
+    match cli.command {
         Command::Tables(args) => tables_cmd::run(&args, &mut std::io::stdout().lock()),
     }
 }

@@ -34,6 +34,20 @@ pub trait RawEngine: Send + Sync + Debug + 'static {
     /// A read-write transaction; it sees its own uncommitted writes. Engines allow one at a time
     /// (a second `begin_rw` blocks until the first ends).
     fn begin_rw(&self) -> RawResult<Self::TxMut>;
+
+    /// Engine internals worth watching (compaction debt, memtable and SST sizes, cache hit
+    /// rate...), read on demand for metrics. Engines without such numbers return none.
+    fn gauges(&self) -> Vec<EngineGauge> {
+        Vec::new()
+    }
+}
+
+/// One engine-internal number, optionally per table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineGauge {
+    pub name: &'static str,
+    pub table: Option<Tables>,
+    pub value: f64,
 }
 
 /// Reads. `get` on a dupsort table returns the first (smallest) duplicate.

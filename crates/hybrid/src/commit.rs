@@ -16,8 +16,10 @@ use crate::{
     crash::crash_point,
     error::HybridError,
     intent_log::Intent,
+    metrics::{self, Phase},
     router::HybridTxMut,
 };
+use std::time::Instant;
 use reth_hybrid_api::raw::{RawEngine, RawReplay, RawTx};
 
 pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Result<(), HybridError> {
@@ -44,7 +46,9 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         };
         // ORDER: the intent is durable before the decision. A crash here leaves an intent whose
         // sequence MDBX never recorded; recovery discards it.
+        let started = Instant::now();
         db.intent.write(&intent)?;
+        metrics::phase(Phase::Intent, started.elapsed());
         crash_point!(AfterIntentWrite);
         Some(intent)
     } else {
@@ -55,7 +59,10 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         let _exclusive = db.visibility.write();
         // ORDER: MDBX's commit is the decision. A crash right after it leaves RocksDB behind by
         // exactly this intent; recovery replays it.
-        if let Err(e) = primary.commit() {
+        let started = Instant::now();
+        let decided = primary.commit();
+        metrics::phase(Phase::Primary, started.elapsed());
+        if let Err(e) = decided {
             if intent.is_some() {
                 db.intent.clear()?;
             }
@@ -63,7 +70,10 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         }
         crash_point!(AfterPrimaryCommit);
         if let Some(intent) = &intent {
-            if let Err(e) = db.follower.apply_exported(&intent.payload) {
+            let started = Instant::now();
+            let applied = db.follower.apply_exported(&intent.payload);
+            metrics::phase(Phase::Follower, started.elapsed());
+            if let Err(e) = applied {
                 // MDBX decided; RocksDB refused. Only recovery (on reopen) may finish this.
                 state.poisoned = Some(seq);
                 return Err(e.into());
@@ -72,11 +82,14 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         }
     }
     state.seq = seq;
+    metrics::commit(intent.is_some());
     if let Some(intent) = intent {
         state.follower_seq = intent.seq;
         // ORDER: clearing last. A crash before it leaves an intent both engines already hold;
         // recovery sees the follower at the intent's sequence and just clears it.
+        let started = Instant::now();
         db.intent.clear()?;
+        metrics::phase(Phase::ClearIntent, started.elapsed());
         crash_point!(AfterIntentClear);
     }
     Ok(())

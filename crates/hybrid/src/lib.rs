@@ -11,10 +11,11 @@ pub mod crash;
 pub mod error;
 pub mod intent_log;
 pub mod layout;
+pub mod metrics;
 pub mod recovery;
 mod router;
 
 pub use error::HybridError;
 pub use layout::Layout;
 pub use recovery::{Recovered, RecoveryAction};
-pub use router::{HybridDb, HybridOptions, HybridTx, HybridTxMut, INTENT_LOG_FILE, Routed};
+pub use router::{HybridDb, HybridOptions, HybridTx, HybridTxMut, INTENT_LOG_FILE, Metered, Routed};

@@ -7,6 +7,7 @@ use crate::{
     error::HybridError,
     intent_log::IntentLog,
     layout::{LAYOUT_KEY, Layout},
+    metrics::{self, Op},
     recovery::{Recovered, recover},
 };
 use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
@@ -125,6 +126,16 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
         &self.inner.follower
     }
 
+    /// Publishes both engines' internals as gauges (labels: engine, table).
+    pub fn report_gauges(&self) {
+        for g in self.inner.primary.gauges() {
+            metrics::gauge(g.name, EngineKind::Mdbx, g.table, g.value);
+        }
+        for g in self.inner.follower.gauges() {
+            metrics::gauge(g.name, EngineKind::RocksDb, g.table, g.value);
+        }
+    }
+
     fn check_poisoned(&self) -> RawResult<()> {
         match self.inner.state.lock().poisoned {
             Some(seq) => Err(HybridError::Poisoned { seq }.into()),
@@ -196,6 +207,93 @@ fn settle_layout<P: RawEngine, F: RawEngine>(
 pub enum Routed<A, B> {
     Primary(A),
     Follower(B),
+}
+
+/// A routed cursor that records its operations: seeks timed, steps counted.
+#[derive(Debug)]
+pub struct Metered<C> {
+    inner: C,
+    table: Tables,
+    engine: EngineKind,
+}
+
+impl<C> Metered<C> {
+    fn new(inner: C, table: Tables, engine: EngineKind) -> Self {
+        metrics::count(table, engine, Op::OpenCursor);
+        Self { inner, table, engine }
+    }
+
+    fn seek<R>(&mut self, f: impl FnOnce(&mut C) -> R) -> R {
+        let started = metrics::start();
+        let r = f(&mut self.inner);
+        metrics::timed(self.table, self.engine, Op::Seek, started);
+        r
+    }
+
+    fn step<R>(&mut self, op: Op, f: impl FnOnce(&mut C) -> R) -> R {
+        metrics::count(self.table, self.engine, op);
+        f(&mut self.inner)
+    }
+}
+
+impl<C: RawCursor> RawCursor for Metered<C> {
+    fn first(&mut self) -> RawResult<Option<RawPair>> {
+        self.seek(|c| c.first())
+    }
+    fn last(&mut self) -> RawResult<Option<RawPair>> {
+        self.seek(|c| c.last())
+    }
+    fn seek(&mut self, key: &[u8]) -> RawResult<Option<RawPair>> {
+        Metered::seek(self, |c| c.seek(key))
+    }
+    fn seek_exact(&mut self, key: &[u8]) -> RawResult<Option<RawPair>> {
+        Metered::seek(self, |c| c.seek_exact(key))
+    }
+    fn next(&mut self) -> RawResult<Option<RawPair>> {
+        self.step(Op::Step, |c| c.next())
+    }
+    fn prev(&mut self) -> RawResult<Option<RawPair>> {
+        self.step(Op::Step, |c| c.prev())
+    }
+    fn current(&mut self) -> RawResult<Option<RawPair>> {
+        self.inner.current()
+    }
+    fn next_dup(&mut self) -> RawResult<Option<RawPair>> {
+        self.step(Op::Step, |c| c.next_dup())
+    }
+    fn prev_dup(&mut self) -> RawResult<Option<RawPair>> {
+        self.step(Op::Step, |c| c.prev_dup())
+    }
+    fn next_no_dup(&mut self) -> RawResult<Option<RawPair>> {
+        self.step(Op::Step, |c| c.next_no_dup())
+    }
+    fn last_dup(&mut self) -> RawResult<Option<Vec<u8>>> {
+        self.step(Op::Step, |c| c.last_dup())
+    }
+    fn seek_by_key_subkey(&mut self, key: &[u8], subkey: &[u8]) -> RawResult<Option<Vec<u8>>> {
+        Metered::seek(self, |c| c.seek_by_key_subkey(key, subkey))
+    }
+}
+
+impl<C: RawCursorMut> RawCursorMut for Metered<C> {
+    fn upsert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.step(Op::CursorWrite, |c| c.upsert(key, value))
+    }
+    fn insert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.step(Op::CursorWrite, |c| c.insert(key, value))
+    }
+    fn append(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.step(Op::CursorWrite, |c| c.append(key, value))
+    }
+    fn append_dup(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.step(Op::CursorWrite, |c| c.append_dup(key, value))
+    }
+    fn delete_current(&mut self) -> RawResult<()> {
+        self.step(Op::CursorWrite, |c| c.delete_current())
+    }
+    fn delete_current_duplicates(&mut self) -> RawResult<()> {
+        self.step(Op::CursorWrite, |c| c.delete_current_duplicates())
+    }
 }
 
 macro_rules! route {
@@ -280,10 +378,12 @@ impl<A, B> std::fmt::Debug for HybridTx<A, B> {
     }
 }
 
-/// Dispatches a transaction call to the engine that holds `table`.
+/// Dispatches a transaction call to the engine that holds `table`, timing it as `$op`.
 macro_rules! by_table {
-    ($self:expr, $table:expr, $tx:ident => $e:expr) => {
-        match $self.layout.engine_of($table) {
+    ($self:expr, $table:expr, $op:expr, $tx:ident => $e:expr) => {{
+        let started = metrics::start();
+        let engine = $self.layout.engine_of($table);
+        let result = match engine {
             EngineKind::Mdbx => {
                 let $tx = &$self.primary;
                 $e
@@ -292,26 +392,30 @@ macro_rules! by_table {
                 let $tx = &$self.follower;
                 $e
             }
-        }
-    };
+        };
+        metrics::timed($table, engine, $op, started);
+        result
+    }};
 }
 
 impl<A: RawTx, B: RawTx> RawTx for HybridTx<A, B> {
-    type Cursor = Routed<A::Cursor, B::Cursor>;
+    type Cursor = Metered<Routed<A::Cursor, B::Cursor>>;
 
     fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
-        by_table!(self, table, tx => tx.get(table, key))
+        by_table!(self, table, Op::Get, tx => tx.get(table, key))
     }
 
     fn cursor(&self, table: Tables) -> RawResult<Self::Cursor> {
-        match self.layout.engine_of(table) {
-            EngineKind::Mdbx => Ok(Routed::Primary(self.primary.cursor(table)?)),
-            EngineKind::RocksDb => Ok(Routed::Follower(self.follower.cursor(table)?)),
-        }
+        let engine = self.layout.engine_of(table);
+        let routed = match engine {
+            EngineKind::Mdbx => Routed::Primary(self.primary.cursor(table)?),
+            EngineKind::RocksDb => Routed::Follower(self.follower.cursor(table)?),
+        };
+        Ok(Metered::new(routed, table, engine))
     }
 
     fn entries(&self, table: Tables) -> RawResult<usize> {
-        by_table!(self, table, tx => tx.entries(table))
+        by_table!(self, table, Op::Entries, tx => tx.entries(table))
     }
 
     fn commit(self) -> RawResult<()> {
@@ -342,21 +446,23 @@ impl<P: RawEngine, F: RawReplay> std::fmt::Debug for HybridTxMut<P, F> {
 }
 
 impl<P: RawEngine, F: RawReplay> RawTx for HybridTxMut<P, F> {
-    type Cursor = Routed<<P::TxMut as RawTx>::Cursor, <F::TxMut as RawTx>::Cursor>;
+    type Cursor = Metered<Routed<<P::TxMut as RawTx>::Cursor, <F::TxMut as RawTx>::Cursor>>;
 
     fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
-        by_table!(self, table, tx => tx.get(table, key))
+        by_table!(self, table, Op::Get, tx => tx.get(table, key))
     }
 
     fn cursor(&self, table: Tables) -> RawResult<Self::Cursor> {
-        match self.layout.engine_of(table) {
-            EngineKind::Mdbx => Ok(Routed::Primary(self.primary.cursor(table)?)),
-            EngineKind::RocksDb => Ok(Routed::Follower(self.follower.cursor(table)?)),
-        }
+        let engine = self.layout.engine_of(table);
+        let routed = match engine {
+            EngineKind::Mdbx => Routed::Primary(self.primary.cursor(table)?),
+            EngineKind::RocksDb => Routed::Follower(self.follower.cursor(table)?),
+        };
+        Ok(Metered::new(routed, table, engine))
     }
 
     fn entries(&self, table: Tables) -> RawResult<usize> {
-        by_table!(self, table, tx => tx.entries(table))
+        by_table!(self, table, Op::Entries, tx => tx.entries(table))
     }
 
     fn commit(self) -> RawResult<()> {
@@ -370,29 +476,31 @@ impl<P: RawEngine, F: RawReplay> RawTx for HybridTxMut<P, F> {
 }
 
 impl<P: RawEngine, F: RawReplay> RawTxMut for HybridTxMut<P, F> {
-    type CursorMut = Routed<<P::TxMut as RawTxMut>::CursorMut, <F::TxMut as RawTxMut>::CursorMut>;
+    type CursorMut = Metered<Routed<<P::TxMut as RawTxMut>::CursorMut, <F::TxMut as RawTxMut>::CursorMut>>;
 
     fn put(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()> {
-        by_table!(self, table, tx => tx.put(table, key, value))
+        by_table!(self, table, Op::Put, tx => tx.put(table, key, value))
     }
 
     fn append(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()> {
-        by_table!(self, table, tx => tx.append(table, key, value))
+        by_table!(self, table, Op::Append, tx => tx.append(table, key, value))
     }
 
     fn delete(&self, table: Tables, key: &[u8], value: Option<&[u8]>) -> RawResult<bool> {
-        by_table!(self, table, tx => tx.delete(table, key, value))
+        by_table!(self, table, Op::Delete, tx => tx.delete(table, key, value))
     }
 
     fn clear(&self, table: Tables) -> RawResult<()> {
-        by_table!(self, table, tx => tx.clear(table))
+        by_table!(self, table, Op::Clear, tx => tx.clear(table))
     }
 
     fn cursor_mut(&self, table: Tables) -> RawResult<Self::CursorMut> {
-        match self.layout.engine_of(table) {
-            EngineKind::Mdbx => Ok(Routed::Primary(self.primary.cursor_mut(table)?)),
-            EngineKind::RocksDb => Ok(Routed::Follower(self.follower.cursor_mut(table)?)),
-        }
+        let engine = self.layout.engine_of(table);
+        let routed = match engine {
+            EngineKind::Mdbx => Routed::Primary(self.primary.cursor_mut(table)?),
+            EngineKind::RocksDb => Routed::Follower(self.follower.cursor_mut(table)?),
+        };
+        Ok(Metered::new(routed, table, engine))
     }
 }
 

@@ -8,9 +8,9 @@ use crate::{
 use parking_lot::Mutex;
 use reth_hybrid_api::{
     Tables,
-    raw::{RawEngine, RawReplay, RawResult},
+    raw::{EngineGauge, RawEngine, RawReplay, RawResult},
 };
-use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, DB};
+use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, DB, statistics::Ticker};
 use std::{
     path::{Path, PathBuf},
     sync::Arc,
@@ -22,6 +22,8 @@ pub const HYBRID_ROCKSDB_DIR: &str = "hybrid-rocksdb";
 
 pub(crate) struct EngineInner {
     pub(crate) db: DB,
+    /// Kept for its statistics tickers.
+    db_options: rocksdb::Options,
     pub(crate) path: PathBuf,
     pub(crate) writer: Arc<Mutex<()>>,
     pub(crate) sync_writes: bool,
@@ -81,6 +83,7 @@ impl RocksEngine {
         Ok(Self {
             inner: Arc::new(EngineInner {
                 db,
+                db_options: db_opts,
                 path: path.to_path_buf(),
                 writer: Arc::new(Mutex::new(())),
                 sync_writes: options.sync_writes,
@@ -133,5 +136,33 @@ impl RawEngine for RocksEngine {
     fn begin_rw(&self) -> RawResult<RocksTxMut> {
         let guard = self.inner.writer.lock_arc();
         Ok(RocksTxMut::begin(Arc::clone(&self.inner), guard))
+    }
+
+    fn gauges(&self) -> Vec<EngineGauge> {
+        let db = &self.inner.db;
+        let mut out = Vec::new();
+        for table in Tables::ALL {
+            let cf = self.inner.cf(table);
+            for (name, property) in [
+                ("rocksdb_pending_compaction_bytes", "rocksdb.estimate-pending-compaction-bytes"),
+                ("rocksdb_memtable_bytes", "rocksdb.cur-size-all-mem-tables"),
+                ("rocksdb_sst_bytes", "rocksdb.total-sst-files-size"),
+            ] {
+                if let Ok(Some(v)) = db.property_int_value_cf(cf, property) {
+                    out.push(EngineGauge { name, table: Some(table), value: v as f64 });
+                }
+            }
+        }
+        let opts = &self.inner.db_options;
+        let (hit, miss) = (opts.get_ticker_count(Ticker::BlockCacheHit), opts.get_ticker_count(Ticker::BlockCacheMiss));
+        if hit + miss > 0 {
+            out.push(EngineGauge { name: "rocksdb_block_cache_hit_ratio", table: None, value: hit as f64 / (hit + miss) as f64 });
+        }
+        out.push(EngineGauge {
+            name: "rocksdb_write_stall_seconds",
+            table: None,
+            value: opts.get_ticker_count(Ticker::StallMicros) as f64 / 1e6,
+        });
+        out
     }
 }

@@ -50,6 +50,8 @@ pub(crate) fn db_options(opts: &RocksOptions) -> Options {
     o.set_max_background_jobs(4);
     o.set_bytes_per_sync(1 << 20);
     o.set_keep_log_file_num(4);
+    // Tickers for the block-cache hit rate and write-stall time gauges.
+    o.enable_statistics();
     o
 }
 

@@ -158,6 +158,14 @@ macro_rules! tables {
                 }
             }
 
+            /// The table with this exact name (a generated `match`, cheap enough for hot paths).
+            pub fn from_name(name: &str) -> Option<Tables> {
+                match name {
+                    $(stringify!($name) => Some(Tables::$name),)*
+                    _ => None,
+                }
+            }
+
             /// Calls the viewer with this table's type.
             pub fn view<V: TableViewer<R>, R>(&self, viewer: &V) -> Result<R, V::Error> {
                 match self {

@@ -1,0 +1,137 @@
+//! The hybrid's cost over driving both engines directly, on the same workload in one run:
+//! (a) reads: history seeks (RocksDB) and account gets (MDBX) through the typed reth API over
+//!     `HybridDb` vs the same raw calls on each engine, decoding the same values;
+//! (b) commits: one hybrid commit (intent fsync + MDBX + RocksDB) vs committing each engine alone.
+//! Prints `hybrid/raw` for each (goal for reads: <= 1.10x).
+
+use criterion::Criterion;
+use reth_hybrid_api::{
+    DbCursorRO, DbTx, Decode, Decompress, Tables,
+    models::{Account, Address, IntegerList, ShardedKey, U256},
+    raw::{RawCursor, RawEngine, RawTx, RawTxMut},
+    table::compress_to_vec,
+    tables::{AccountsHistory, PlainAccountState},
+    typed::{Database, TypedDatabase},
+};
+use reth_hybrid_bench::{KeyGen, print_ratio_table};
+use reth_hybrid_hybrid::{HybridDb, HybridOptions};
+use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
+use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
+use std::{hint::black_box, path::Path};
+
+const ADDRESSES: usize = 50_000;
+const LOOKUPS: usize = 100;
+
+fn engines(dir: &Path) -> (MdbxEngine, RocksEngine) {
+    let mdbx = MdbxEngine::open(dir, MdbxOptions::create().with_geometry(Geometry::SMALL)).expect("mdbx");
+    let rocks = RocksEngine::open(&dir.join("hybrid-rocksdb"), &RocksOptions::default()).expect("rocksdb");
+    (mdbx, rocks)
+}
+
+fn addresses() -> Vec<Address> {
+    let mut g = KeyGen::new(3);
+    (0..ADDRESSES).map(|_| Address::from(g.bytes::<20>())).collect()
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let addrs = addresses();
+    let account = Account { nonce: 7, balance: U256::from(1_000_000u64), bytecode_hash: None };
+    let shard = IntegerList::new([100, 200, 300, 400]).expect("sorted");
+
+    // Hybrid datadir, loaded through the typed API.
+    let hdir = tempfile::tempdir().expect("tmp");
+    let (m, r) = engines(hdir.path());
+    let hybrid = TypedDatabase::new(HybridDb::open(m, r, hdir.path(), HybridOptions::default()).expect("hybrid"));
+    hybrid
+        .update(|tx| {
+            for a in &addrs {
+                reth_hybrid_api::DbTxMut::put::<PlainAccountState>(tx, *a, account)?;
+                reth_hybrid_api::DbTxMut::put::<AccountsHistory>(tx, ShardedKey::last(*a), shard.clone())?;
+            }
+            Ok::<_, reth_hybrid_api::DatabaseError>(())
+        })
+        .expect("update")
+        .expect("load");
+
+    // The same rows written straight into two engines.
+    let rdir = tempfile::tempdir().expect("tmp");
+    let (mdbx, rocks) = engines(rdir.path());
+    {
+        let (mt, rt) = (mdbx.begin_rw().expect("rw"), rocks.begin_rw().expect("rw"));
+        for a in &addrs {
+            mt.put(Tables::PlainAccountState, a.as_slice(), &compress_to_vec(&account)).expect("put");
+            let key = reth_hybrid_api::Encode::encode(ShardedKey::last(*a));
+            rt.put(Tables::AccountsHistory, &key, &compress_to_vec(&shard)).expect("put");
+        }
+        mt.commit().expect("commit");
+        rt.commit().expect("commit");
+    }
+
+    let mut g = KeyGen::new(9);
+    let mut pick = move || addrs[(g.next_u64() as usize) % addrs.len()];
+    let mut pick2 = pick.clone();
+    let mut group = c.benchmark_group("reads_100_history_seeks_100_account_gets");
+    group.bench_function("hybrid", |b| {
+        b.iter(|| {
+            let tx = hybrid.tx().expect("ro");
+            let mut cur = tx.cursor_read::<AccountsHistory>().expect("cursor");
+            for _ in 0..LOOKUPS {
+                let a = pick();
+                black_box(cur.seek(ShardedKey::new(a, 150)).expect("seek"));
+                black_box(tx.get::<PlainAccountState>(a).expect("get"));
+            }
+        })
+    });
+    group.bench_function("raw", |b| {
+        b.iter(|| {
+            let (mt, rt) = (mdbx.begin_ro().expect("ro"), rocks.begin_ro().expect("ro"));
+            let mut cur = rt.cursor(Tables::AccountsHistory).expect("cursor");
+            for _ in 0..LOOKUPS {
+                let a = pick2();
+                let key = reth_hybrid_api::Encode::encode(ShardedKey::new(a, 150));
+                if let Some((k, v)) = cur.seek(&key).expect("seek") {
+                    black_box((ShardedKey::<Address>::decode(&k).expect("key"), IntegerList::decompress(&v).expect("value")));
+                }
+                if let Some(v) = mt.get(Tables::PlainAccountState, a.as_slice()).expect("get") {
+                    black_box(Account::decompress(&v).expect("value"));
+                }
+            }
+        })
+    });
+    group.finish();
+
+    let mut n = 0u64;
+    let mut group = c.benchmark_group("commit_100_rows_each_engine");
+    group.sample_size(20);
+    group.bench_function("hybrid", |b| {
+        b.iter(|| {
+            let tx = hybrid.tx_mut().expect("rw");
+            for _ in 0..100 {
+                n += 1;
+                let a = Address::from_word(U256::from(n).into());
+                reth_hybrid_api::DbTxMut::put::<PlainAccountState>(&tx, a, account).expect("put");
+                reth_hybrid_api::DbTxMut::put::<AccountsHistory>(&tx, ShardedKey::last(a), shard.clone()).expect("put");
+            }
+            tx.commit().expect("commit");
+        })
+    });
+    group.bench_function("raw", |b| {
+        b.iter(|| {
+            let (mt, rt) = (mdbx.begin_rw().expect("rw"), rocks.begin_rw().expect("rw"));
+            for _ in 0..100 {
+                n += 1;
+                let a = Address::from_word(U256::from(n).into());
+                mt.put(Tables::PlainAccountState, a.as_slice(), &compress_to_vec(&account)).expect("put");
+                let key = reth_hybrid_api::Encode::encode(ShardedKey::last(a));
+                rt.put(Tables::AccountsHistory, &key, &compress_to_vec(&shard)).expect("put");
+            }
+            mt.commit().expect("commit");
+            rt.commit().expect("commit");
+        })
+    });
+    group.finish();
+    c.final_summary();
+    println!("\nhybrid/raw time ratio (reads goal <= 1.10x; commits pay one extra fsync for the intent):");
+    print_ratio_table(&["reads_100_history_seeks_100_account_gets", "commit_100_rows_each_engine"], "hybrid", "raw");
+}

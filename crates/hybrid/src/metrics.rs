@@ -1,0 +1,122 @@
+//! Metrics through the `metrics` facade (a Prometheus exporter is the CLI's `--metrics`): every
+//! operation by table, engine and kind; commit phase timings; engine internals as gauges.
+//! Without an installed recorder every call is a no-op. Cursor steps (`next`, `prev`, dup moves)
+//! are counted but not timed, to keep iteration cost close to the engine's own.
+
+use reth_hybrid_api::{EngineKind, Tables};
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Turns recording on (the CLI does it when it installs an exporter). Off, the hot paths skip
+/// every metrics call, so a node without an exporter pays one relaxed load per operation.
+pub fn enable() {
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
+#[inline]
+pub(crate) fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// `Some(now)` when recording, for timing an operation.
+#[inline]
+pub(crate) fn start() -> Option<Instant> {
+    enabled().then(Instant::now)
+}
+
+pub const OPERATIONS_TOTAL: &str = "reth_hybrid_operations_total";
+pub const OPERATION_SECONDS: &str = "reth_hybrid_operation_seconds";
+pub const COMMIT_PHASE_SECONDS: &str = "reth_hybrid_commit_phase_seconds";
+pub const COMMITS_TOTAL: &str = "reth_hybrid_commits_total";
+
+/// Operation kinds, as the `op` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Get,
+    Put,
+    Append,
+    Delete,
+    Clear,
+    Entries,
+    OpenCursor,
+    Seek,
+    Step,
+    CursorWrite,
+}
+
+impl Op {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Op::Get => "get",
+            Op::Put => "put",
+            Op::Append => "append",
+            Op::Delete => "delete",
+            Op::Clear => "clear",
+            Op::Entries => "entries",
+            Op::OpenCursor => "open_cursor",
+            Op::Seek => "seek",
+            Op::Step => "step",
+            Op::CursorWrite => "cursor_write",
+        }
+    }
+}
+
+/// Commit phases, as the `phase` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Intent,
+    Primary,
+    Follower,
+    ClearIntent,
+}
+
+impl Phase {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Phase::Intent => "intent_fsync",
+            Phase::Primary => "mdbx_commit",
+            Phase::Follower => "rocksdb_apply",
+            Phase::ClearIntent => "intent_clear",
+        }
+    }
+}
+
+pub(crate) fn count(table: Tables, engine: EngineKind, op: Op) {
+    if !enabled() {
+        return;
+    }
+    metrics::counter!(OPERATIONS_TOTAL, "table" => table.name(), "engine" => engine.as_str(), "op" => op.as_str())
+        .increment(1);
+}
+
+pub(crate) fn timed(table: Tables, engine: EngineKind, op: Op, started: Option<Instant>) {
+    let Some(started) = started else { return };
+    count(table, engine, op);
+    metrics::histogram!(OPERATION_SECONDS, "table" => table.name(), "engine" => engine.as_str(), "op" => op.as_str())
+        .record(started.elapsed().as_secs_f64());
+}
+
+pub(crate) fn phase(phase: Phase, took: Duration) {
+    if !enabled() {
+        return;
+    }
+    metrics::histogram!(COMMIT_PHASE_SECONDS, "phase" => phase.as_str()).record(took.as_secs_f64());
+}
+
+pub(crate) fn commit(follower_touched: bool) {
+    if !enabled() {
+        return;
+    }
+    metrics::counter!(COMMITS_TOTAL, "rocksdb" => if follower_touched { "written" } else { "untouched" }).increment(1);
+}
+
+pub(crate) fn gauge(name: &'static str, engine: EngineKind, table: Option<Tables>, value: f64) {
+    match table {
+        Some(t) => metrics::gauge!(name, "engine" => engine.as_str(), "table" => t.name()).set(value),
+        None => metrics::gauge!(name, "engine" => engine.as_str()).set(value),
+    }
+}
