@@ -23,31 +23,45 @@ const ADDRESSES: usize = 50_000;
 const LOOKUPS: usize = 100;
 
 fn engines(dir: &Path) -> (MdbxEngine, RocksEngine) {
-    let mdbx = MdbxEngine::open(dir, MdbxOptions::create().with_geometry(Geometry::SMALL)).expect("mdbx");
-    let rocks = RocksEngine::open(&dir.join("hybrid-rocksdb"), &RocksOptions::default()).expect("rocksdb");
+    let mdbx =
+        MdbxEngine::open(dir, MdbxOptions::create().with_geometry(Geometry::SMALL)).expect("mdbx");
+    let rocks =
+        RocksEngine::open(&dir.join("hybrid-rocksdb"), &RocksOptions::default()).expect("rocksdb");
     (mdbx, rocks)
 }
 
 fn addresses() -> Vec<Address> {
     let mut g = KeyGen::new(3);
-    (0..ADDRESSES).map(|_| Address::from(g.bytes::<20>())).collect()
+    (0..ADDRESSES)
+        .map(|_| Address::from(g.bytes::<20>()))
+        .collect()
 }
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     let addrs = addresses();
-    let account = Account { nonce: 7, balance: U256::from(1_000_000u64), bytecode_hash: None };
+    let account = Account {
+        nonce: 7,
+        balance: U256::from(1_000_000u64),
+        bytecode_hash: None,
+    };
     let shard = IntegerList::new([100, 200, 300, 400]).expect("sorted");
 
     // Hybrid datadir, loaded through the typed API.
     let hdir = tempfile::tempdir().expect("tmp");
     let (m, r) = engines(hdir.path());
-    let hybrid = TypedDatabase::new(HybridDb::open(m, r, hdir.path(), HybridOptions::default()).expect("hybrid"));
+    let hybrid = TypedDatabase::new(
+        HybridDb::open(m, r, hdir.path(), HybridOptions::default()).expect("hybrid"),
+    );
     hybrid
         .update(|tx| {
             for a in &addrs {
                 reth_hybrid_api::DbTxMut::put::<PlainAccountState>(tx, *a, account)?;
-                reth_hybrid_api::DbTxMut::put::<AccountsHistory>(tx, ShardedKey::last(*a), shard.clone())?;
+                reth_hybrid_api::DbTxMut::put::<AccountsHistory>(
+                    tx,
+                    ShardedKey::last(*a),
+                    shard.clone(),
+                )?;
             }
             Ok::<_, reth_hybrid_api::DatabaseError>(())
         })
@@ -60,9 +74,15 @@ fn main() {
     {
         let (mt, rt) = (mdbx.begin_rw().expect("rw"), rocks.begin_rw().expect("rw"));
         for a in &addrs {
-            mt.put(Tables::PlainAccountState, a.as_slice(), &compress_to_vec(&account)).expect("put");
+            mt.put(
+                Tables::PlainAccountState,
+                a.as_slice(),
+                &compress_to_vec(&account),
+            )
+            .expect("put");
             let key = reth_hybrid_api::Encode::encode(ShardedKey::last(*a));
-            rt.put(Tables::AccountsHistory, &key, &compress_to_vec(&shard)).expect("put");
+            rt.put(Tables::AccountsHistory, &key, &compress_to_vec(&shard))
+                .expect("put");
         }
         mt.commit().expect("commit");
         rt.commit().expect("commit");
@@ -91,9 +111,15 @@ fn main() {
                 let a = pick2();
                 let key = reth_hybrid_api::Encode::encode(ShardedKey::new(a, 150));
                 if let Some((k, v)) = cur.seek(&key).expect("seek") {
-                    black_box((ShardedKey::<Address>::decode(&k).expect("key"), IntegerList::decompress(&v).expect("value")));
+                    black_box((
+                        ShardedKey::<Address>::decode(&k).expect("key"),
+                        IntegerList::decompress(&v).expect("value"),
+                    ));
                 }
-                if let Some(v) = mt.get(Tables::PlainAccountState, a.as_slice()).expect("get") {
+                if let Some(v) = mt
+                    .get(Tables::PlainAccountState, a.as_slice())
+                    .expect("get")
+                {
                     black_box(Account::decompress(&v).expect("value"));
                 }
             }
@@ -111,7 +137,12 @@ fn main() {
                 n += 1;
                 let a = Address::from_word(U256::from(n).into());
                 reth_hybrid_api::DbTxMut::put::<PlainAccountState>(&tx, a, account).expect("put");
-                reth_hybrid_api::DbTxMut::put::<AccountsHistory>(&tx, ShardedKey::last(a), shard.clone()).expect("put");
+                reth_hybrid_api::DbTxMut::put::<AccountsHistory>(
+                    &tx,
+                    ShardedKey::last(a),
+                    shard.clone(),
+                )
+                .expect("put");
             }
             tx.commit().expect("commit");
         })
@@ -122,9 +153,15 @@ fn main() {
             for _ in 0..100 {
                 n += 1;
                 let a = Address::from_word(U256::from(n).into());
-                mt.put(Tables::PlainAccountState, a.as_slice(), &compress_to_vec(&account)).expect("put");
+                mt.put(
+                    Tables::PlainAccountState,
+                    a.as_slice(),
+                    &compress_to_vec(&account),
+                )
+                .expect("put");
                 let key = reth_hybrid_api::Encode::encode(ShardedKey::last(a));
-                rt.put(Tables::AccountsHistory, &key, &compress_to_vec(&shard)).expect("put");
+                rt.put(Tables::AccountsHistory, &key, &compress_to_vec(&shard))
+                    .expect("put");
             }
             mt.commit().expect("commit");
             rt.commit().expect("commit");
@@ -132,6 +169,15 @@ fn main() {
     });
     group.finish();
     c.final_summary();
-    println!("\nhybrid/raw time ratio (reads goal <= 1.10x; commits pay one extra fsync for the intent):");
-    print_ratio_table(&["reads_100_history_seeks_100_account_gets", "commit_100_rows_each_engine"], "hybrid", "raw");
+    println!(
+        "\nhybrid/raw time ratio (reads goal <= 1.10x; commits pay one extra fsync for the intent):"
+    );
+    print_ratio_table(
+        &[
+            "reads_100_history_seeks_100_account_gets",
+            "commit_100_rows_each_engine",
+        ],
+        "hybrid",
+        "raw",
+    );
 }

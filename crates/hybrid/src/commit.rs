@@ -19,8 +19,8 @@ use crate::{
     metrics::{self, Phase},
     router::HybridTxMut,
 };
-use std::time::Instant;
 use reth_hybrid_api::raw::{RawEngine, RawReplay, RawTx};
+use std::time::Instant;
 
 pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Result<(), HybridError> {
     let HybridTxMut {

@@ -18,4 +18,6 @@ mod router;
 pub use error::HybridError;
 pub use layout::Layout;
 pub use recovery::{Recovered, RecoveryAction};
-pub use router::{HybridDb, HybridOptions, HybridTx, HybridTxMut, INTENT_LOG_FILE, Metered, Routed};
+pub use router::{
+    HybridDb, HybridOptions, HybridTx, HybridTxMut, INTENT_LOG_FILE, Metered, Routed,
+};

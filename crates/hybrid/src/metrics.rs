@@ -116,7 +116,9 @@ pub(crate) fn commit(follower_touched: bool) {
 
 pub(crate) fn gauge(name: &'static str, engine: EngineKind, table: Option<Tables>, value: f64) {
     match table {
-        Some(t) => metrics::gauge!(name, "engine" => engine.as_str(), "table" => t.name()).set(value),
+        Some(t) => {
+            metrics::gauge!(name, "engine" => engine.as_str(), "table" => t.name()).set(value)
+        }
         None => metrics::gauge!(name, "engine" => engine.as_str()).set(value),
     }
 }

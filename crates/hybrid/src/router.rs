@@ -220,7 +220,11 @@ pub struct Metered<C> {
 impl<C> Metered<C> {
     fn new(inner: C, table: Tables, engine: EngineKind) -> Self {
         metrics::count(table, engine, Op::OpenCursor);
-        Self { inner, table, engine }
+        Self {
+            inner,
+            table,
+            engine,
+        }
     }
 
     fn seek<R>(&mut self, f: impl FnOnce(&mut C) -> R) -> R {
@@ -476,7 +480,8 @@ impl<P: RawEngine, F: RawReplay> RawTx for HybridTxMut<P, F> {
 }
 
 impl<P: RawEngine, F: RawReplay> RawTxMut for HybridTxMut<P, F> {
-    type CursorMut = Metered<Routed<<P::TxMut as RawTxMut>::CursorMut, <F::TxMut as RawTxMut>::CursorMut>>;
+    type CursorMut =
+        Metered<Routed<<P::TxMut as RawTxMut>::CursorMut, <F::TxMut as RawTxMut>::CursorMut>>;
 
     fn put(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()> {
         by_table!(self, table, Op::Put, tx => tx.put(table, key, value))

@@ -27,7 +27,8 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
         tx.commit().expect("commit");
     }
     let tx = db.begin_ro().expect("ro");
-    tx.get(Tables::TransactionHashNumbers, &common::hash(1)).expect("get");
+    tx.get(Tables::TransactionHashNumbers, &common::hash(1))
+        .expect("get");
     let mut c = tx.cursor(Tables::CanonicalHeaders).expect("cursor");
     c.seek(&1u64.to_be_bytes()).expect("seek");
     c.next().expect("next");
@@ -39,7 +40,10 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
     let mut gauges = Vec::new();
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let k = key.key();
-        let labels: Vec<String> = k.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+        let labels: Vec<String> = k
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
         let id = format!("{}{{{}}}", k.name(), labels.join(","));
         match value {
             DebugValue::Counter(n) => {
@@ -49,18 +53,50 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
             DebugValue::Gauge(_) => gauges.push(id),
         }
     }
-    let put_rocks = format!("{OPERATIONS_TOTAL}{{table=TransactionHashNumbers,engine=rocksdb,op=put}}");
+    let put_rocks =
+        format!("{OPERATIONS_TOTAL}{{table=TransactionHashNumbers,engine=rocksdb,op=put}}");
     assert_eq!(counters.get(&put_rocks), Some(&3), "{counters:#?}");
     let put_mdbx = format!("{OPERATIONS_TOTAL}{{table=CanonicalHeaders,engine=mdbx,op=put}}");
     assert_eq!(counters.get(&put_mdbx), Some(&3));
-    assert_eq!(counters.get(&format!("{OPERATIONS_TOTAL}{{table=CanonicalHeaders,engine=mdbx,op=seek}}")), Some(&1));
-    assert_eq!(counters.get(&format!("{OPERATIONS_TOTAL}{{table=CanonicalHeaders,engine=mdbx,op=step}}")), Some(&1));
-    assert_eq!(counters.get(&format!("{COMMITS_TOTAL}{{rocksdb=written}}")), Some(&3));
-    for phase in ["intent_fsync", "mdbx_commit", "rocksdb_apply", "intent_clear"] {
+    assert_eq!(
+        counters.get(&format!(
+            "{OPERATIONS_TOTAL}{{table=CanonicalHeaders,engine=mdbx,op=seek}}"
+        )),
+        Some(&1)
+    );
+    assert_eq!(
+        counters.get(&format!(
+            "{OPERATIONS_TOTAL}{{table=CanonicalHeaders,engine=mdbx,op=step}}"
+        )),
+        Some(&1)
+    );
+    assert_eq!(
+        counters.get(&format!("{COMMITS_TOTAL}{{rocksdb=written}}")),
+        Some(&3)
+    );
+    for phase in [
+        "intent_fsync",
+        "mdbx_commit",
+        "rocksdb_apply",
+        "intent_clear",
+    ] {
         let id = format!("{COMMIT_PHASE_SECONDS}{{phase={phase}}}");
-        assert!(histograms.iter().any(|(h, n)| *h == id && *n == 3), "phase {phase} timed per commit: {histograms:?}");
+        assert!(
+            histograms.iter().any(|(h, n)| *h == id && *n == 3),
+            "phase {phase} timed per commit: {histograms:?}"
+        );
     }
-    for name in ["rocksdb_sst_bytes", "rocksdb_memtable_bytes", "rocksdb_pending_compaction_bytes", "rocksdb_write_stall_seconds"] {
-        assert!(gauges.iter().any(|g| g.starts_with(name) && g.contains("engine=rocksdb")), "gauge {name}: {gauges:?}");
+    for name in [
+        "rocksdb_sst_bytes",
+        "rocksdb_memtable_bytes",
+        "rocksdb_pending_compaction_bytes",
+        "rocksdb_write_stall_seconds",
+    ] {
+        assert!(
+            gauges
+                .iter()
+                .any(|g| g.starts_with(name) && g.contains("engine=rocksdb")),
+            "gauge {name}: {gauges:?}"
+        );
     }
 }

@@ -144,19 +144,33 @@ impl RawEngine for RocksEngine {
         for table in Tables::ALL {
             let cf = self.inner.cf(table);
             for (name, property) in [
-                ("rocksdb_pending_compaction_bytes", "rocksdb.estimate-pending-compaction-bytes"),
+                (
+                    "rocksdb_pending_compaction_bytes",
+                    "rocksdb.estimate-pending-compaction-bytes",
+                ),
                 ("rocksdb_memtable_bytes", "rocksdb.cur-size-all-mem-tables"),
                 ("rocksdb_sst_bytes", "rocksdb.total-sst-files-size"),
             ] {
                 if let Ok(Some(v)) = db.property_int_value_cf(cf, property) {
-                    out.push(EngineGauge { name, table: Some(table), value: v as f64 });
+                    out.push(EngineGauge {
+                        name,
+                        table: Some(table),
+                        value: v as f64,
+                    });
                 }
             }
         }
         let opts = &self.inner.db_options;
-        let (hit, miss) = (opts.get_ticker_count(Ticker::BlockCacheHit), opts.get_ticker_count(Ticker::BlockCacheMiss));
+        let (hit, miss) = (
+            opts.get_ticker_count(Ticker::BlockCacheHit),
+            opts.get_ticker_count(Ticker::BlockCacheMiss),
+        );
         if hit + miss > 0 {
-            out.push(EngineGauge { name: "rocksdb_block_cache_hit_ratio", table: None, value: hit as f64 / (hit + miss) as f64 });
+            out.push(EngineGauge {
+                name: "rocksdb_block_cache_hit_ratio",
+                table: None,
+                value: hit as f64 / (hit + miss) as f64,
+            });
         }
         out.push(EngineGauge {
             name: "rocksdb_write_stall_seconds",

@@ -142,6 +142,18 @@ fn increment(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// The RocksDB key that sits exactly where the pair `(key, value)` would in a dupsort table with
+/// `len`-byte keys: `key ++ value` for a well-formed key; for a shorter key every stored pair with
+/// a greater key sorts after `key` itself; for a longer one, after the next `len`-byte prefix.
+/// `None` means "past every possible row".
+fn dup_bound(key: &[u8], value: &[u8], len: usize) -> Option<Vec<u8>> {
+    match key.len().cmp(&len) {
+        std::cmp::Ordering::Equal => Some([key, value].concat()),
+        std::cmp::Ordering::Less => Some(key.to_vec()),
+        std::cmp::Ordering::Greater => increment(&key[..len]),
+    }
+}
+
 impl RocksStore {
     /// Fixed key length of a dupsort table (RocksDB key = key ++ value).
     fn dup_len(&self) -> Option<usize> {
@@ -230,14 +242,7 @@ impl PairStore for RocksStore {
     fn ge(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
         match self.dup_len() {
             Some(len) => {
-                let target = if key.len() == len {
-                    Some([key, value].concat())
-                } else if key.len() < len {
-                    Some(key.to_vec())
-                } else {
-                    increment(&key[..len])
-                };
-                let Some(target) = target else {
+                let Some(target) = dup_bound(key, value, len) else {
                     return Ok(None);
                 };
                 let row = self.with_view(|v| v.ge(&target))?;
@@ -260,13 +265,7 @@ impl PairStore for RocksStore {
     fn lt(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
         match self.dup_len() {
             Some(len) => {
-                let target = if key.len() == len {
-                    Some([key, value].concat())
-                } else if key.len() < len {
-                    Some(key.to_vec())
-                } else {
-                    increment(&key[..len])
-                };
+                let target = dup_bound(key, value, len);
                 let row = self.with_view(|v| v.lt(target.as_deref()))?;
                 self.decode(row)
             }
