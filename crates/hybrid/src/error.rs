@@ -24,6 +24,12 @@ pub enum HybridError {
         requested: EngineKind,
     },
     #[error(
+        "this datadir uses reth's storage v2 (Metadata storage_settings has storage_v2 = true): its \
+         history and tx-hash rows live in reth's own <datadir>/rocksdb, which reth-hybrid does not \
+         mix with its layout. Use a datadir made with `--storage.v2=false` (reth's v1 layout)"
+    )]
+    UpstreamStorageV2,
+    #[error(
         "stored layout is unreadable ({reason}); it was not written by this version of reth-hybrid"
     )]
     BadLayout { reason: String },

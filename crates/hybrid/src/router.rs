@@ -13,6 +13,7 @@ use crate::{
 use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
 use reth_hybrid_api::{
     DatabaseError, EngineKind, Tables,
+    models::{STORAGE_SETTINGS_KEY, StorageSettings},
     raw::{RawCursor, RawCursorMut, RawEngine, RawPair, RawReplay, RawResult, RawTx, RawTxMut},
 };
 use std::{
@@ -153,6 +154,11 @@ fn settle_layout<P: RawEngine, F: RawEngine>(
 ) -> Result<Layout, HybridError> {
     let stored = {
         let tx = primary.begin_ro()?;
+        if let Some(settings) = get_bytes(&tx, STORAGE_SETTINGS_KEY)?
+            && StorageSettings::from_json_bytes(&settings).is_ok_and(|s| s.storage_v2)
+        {
+            return Err(HybridError::UpstreamStorageV2);
+        }
         let bytes = get_bytes(&tx, LAYOUT_KEY)?;
         tx.abort();
         bytes.map(|b| Layout::from_json(&b)).transpose()?

@@ -279,3 +279,27 @@ fn mdbx_only_commits_do_not_touch_rocksdb() {
         RecoveryAction::Clean
     );
 }
+
+#[test]
+fn reth_storage_v2_datadir_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    {
+        let (mdbx, _rocks) = engines(dir.path());
+        let tx = mdbx.begin_rw().expect("rw");
+        let settings =
+            reth_hybrid_api::models::StorageSettings { storage_v2: true }.to_json_bytes();
+        reth_hybrid_hybrid::control::put_bytes(
+            &tx,
+            reth_hybrid_api::models::STORAGE_SETTINGS_KEY,
+            settings,
+        )
+        .expect("put");
+        tx.commit().expect("commit");
+    }
+    match open(dir.path(), None) {
+        Err(e @ HybridError::UpstreamStorageV2) => {
+            assert!(e.to_string().contains("--storage.v2=false"), "{e}")
+        }
+        other => panic!("expected UpstreamStorageV2, got {other:?}"),
+    }
+}
