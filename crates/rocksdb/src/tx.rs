@@ -5,7 +5,7 @@
 use crate::{
     env::EngineInner,
     error::RocksError,
-    view::{Merged, OwnedSnapshot, RocksRow, TableOverlay, snapshot_keys},
+    view::{IterCache, Merged, OwnedSnapshot, RocksRow, TableOverlay, snapshot_keys},
 };
 use parking_lot::{Mutex, RawMutex, lock_api::ArcMutexGuard};
 use reth_hybrid_api::{
@@ -111,10 +111,21 @@ impl RocksTxMut {
 }
 
 /// One table as sorted pairs, through a transaction.
-#[derive(Clone)]
 pub struct RocksStore {
+    /// ORDER: declared before `tx` so the cached iterator drops before the snapshot it reads.
+    cache: IterCache,
     tx: Arc<TxInner>,
     table: Tables,
+}
+
+impl Clone for RocksStore {
+    fn clone(&self) -> Self {
+        Self {
+            cache: IterCache::default(),
+            tx: Arc::clone(&self.tx),
+            table: self.table,
+        }
+    }
 }
 
 impl std::fmt::Debug for RocksStore {
@@ -161,11 +172,13 @@ impl RocksStore {
     }
 
     fn with_view<R>(&self, f: impl FnOnce(&Merged<'_>) -> RawResult<R>) -> RawResult<R> {
+        let cache = Some(&self.cache);
         match &self.tx.overlay {
             None => f(&Merged {
                 snap: &self.tx.snap,
                 overlay: None,
                 table: self.table,
+                cache,
             }),
             Some(o) => {
                 let guard = o.lock();
@@ -173,6 +186,7 @@ impl RocksStore {
                     snap: &self.tx.snap,
                     overlay: Some(&guard[self.table as usize]),
                     table: self.table,
+                    cache,
                 })
             }
         }
@@ -349,6 +363,7 @@ impl PairStore for RocksStore {
 
 fn store(inner: &Arc<TxInner>, table: Tables) -> RocksStore {
     RocksStore {
+        cache: IterCache::default(),
         tx: Arc::clone(inner),
         table,
     }

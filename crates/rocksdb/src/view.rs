@@ -36,6 +36,15 @@ impl OwnedSnapshot {
         ro.set_total_order_seek(true);
         self.snap.raw_iterator_cf_opt(self.engine.cf(table), ro)
     }
+
+    /// An iterator whose borrow of this snapshot is erased. Callers keep it only where it is
+    /// dropped before this snapshot (per call, or in an `IterCache` owned next to the snapshot's
+    /// `Arc`).
+    fn iter_static(&self, table: Tables) -> SnapIter {
+        let it = self.iter(table);
+        // SAFETY: see above; the snapshot (and the DB behind it) outlive every such iterator.
+        unsafe { std::mem::transmute::<rocksdb::DBRawIteratorWithThreadMode<'_, DB>, SnapIter>(it) }
+    }
 }
 
 /// Uncommitted writes of one table, by RocksDB key. `None` is a tombstone.
@@ -61,6 +70,61 @@ pub(crate) struct Merged<'a> {
     pub(crate) snap: &'a OwnedSnapshot,
     pub(crate) overlay: Option<&'a TableOverlay>,
     pub(crate) table: Tables,
+    /// The cursor's iterator cache, if the caller is a cursor.
+    pub(crate) cache: Option<&'a IterCache>,
+}
+
+/// A snapshot iterator whose borrow of the snapshot is erased; see [`IterCache`].
+pub(crate) type SnapIter = rocksdb::DBRawIteratorWithThreadMode<'static, DB>;
+
+/// One cursor's positioned snapshot iterator, kept between its calls. It must be declared (and
+/// so dropped) before the `Arc` that keeps the snapshot alive, which `RocksStore` does.
+#[derive(Default)]
+pub(crate) struct IterCache(pub(crate) parking_lot::Mutex<Option<SnapIter>>);
+
+/// Positions `it` at the first key >= `target`, stepping instead of seeking when `it` already
+/// sits on `target` or on its immediate predecessor (`target == key ++ [0]`).
+fn position_ge(it: &mut SnapIter, target: &[u8]) {
+    if it.valid()
+        && let Some(k) = it.key()
+    {
+        if k == target {
+            return;
+        }
+        if is_successor(k, target) {
+            it.next();
+            return;
+        }
+    }
+    it.seek(target);
+}
+
+/// Positions `it` at the last key < `target` (`None`: the last key), stepping when possible.
+fn position_lt(it: &mut SnapIter, target: Option<&[u8]>) {
+    let Some(target) = target else {
+        it.seek_to_last();
+        return;
+    };
+    if it.valid()
+        && let Some(k) = it.key()
+    {
+        if k == target {
+            it.prev();
+            return;
+        }
+        if is_successor(k, target) {
+            return;
+        }
+    }
+    it.seek_for_prev(target);
+    if it.valid() && it.key() == Some(target) {
+        it.prev();
+    }
+}
+
+/// Whether `next == key ++ [0]`, the smallest key after `key`.
+fn is_successor(key: &[u8], next: &[u8]) -> bool {
+    next.len() == key.len() + 1 && next.starts_with(key) && next[key.len()] == 0
 }
 
 impl Merged<'_> {
@@ -72,11 +136,34 @@ impl Merged<'_> {
         it.status().map_err(|e| read_err("iterator", self.table, e))
     }
 
+    /// The snapshot iterator for this call: the cursor's cached one if it has one (so a step
+    /// from the row it sits on is a `next`/`prev`, not a new seek), else a fresh one.
+    fn take_iter(&self) -> Option<SnapIter> {
+        if !self.base_visible() {
+            return None;
+        }
+        self.cache
+            .and_then(|c| c.0.lock().take())
+            .or_else(|| Some(self.snap.iter_static(self.table)))
+    }
+
+    fn put_back(&self, it: Option<SnapIter>) {
+        if let (Some(cache), Some(it)) = (self.cache, it) {
+            *cache.0.lock() = Some(it);
+        }
+    }
+
     /// First visible row with key >= `target`.
     pub(crate) fn ge(&self, target: &[u8]) -> RawResult<Option<RocksRow>> {
-        let mut it = self.base_visible().then(|| self.snap.iter(self.table));
+        let mut it = self.take_iter();
+        let found = self.ge_with(&mut it, target);
+        self.put_back(it);
+        found
+    }
+
+    fn ge_with(&self, it: &mut Option<SnapIter>, target: &[u8]) -> RawResult<Option<RocksRow>> {
         if let Some(it) = it.as_mut() {
-            it.seek(target);
+            position_ge(it, target);
             self.check(it)?;
         }
         let empty = BTreeMap::new();
@@ -108,17 +195,19 @@ impl Merged<'_> {
 
     /// Last visible row with key < `target` (`None` target: the last row).
     pub(crate) fn lt(&self, target: Option<&[u8]>) -> RawResult<Option<RocksRow>> {
-        let mut it = self.base_visible().then(|| self.snap.iter(self.table));
+        let mut it = self.take_iter();
+        let found = self.lt_with(&mut it, target);
+        self.put_back(it);
+        found
+    }
+
+    fn lt_with(
+        &self,
+        it: &mut Option<SnapIter>,
+        target: Option<&[u8]>,
+    ) -> RawResult<Option<RocksRow>> {
         if let Some(it) = it.as_mut() {
-            match target {
-                Some(t) => {
-                    it.seek_for_prev(t);
-                    if it.valid() && it.key() == Some(t) {
-                        it.prev();
-                    }
-                }
-                None => it.seek_to_last(),
-            }
+            position_lt(it, target);
             self.check(it)?;
         }
         let empty = BTreeMap::new();
