@@ -193,10 +193,7 @@ impl fmt::Display for Tables {
 impl FromStr for Tables {
     type Err = UnknownTable;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|t| t.name() == s)
-            .ok_or_else(|| UnknownTable(s.to_string()))
+        Self::from_name(s).ok_or_else(|| UnknownTable(s.to_string()))
     }
 }
 

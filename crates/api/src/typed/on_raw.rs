@@ -26,7 +26,14 @@ use std::{
 
 /// The catalogue entry of a table type. Every table type of this crate is in the catalogue; a
 /// foreign `Table` impl whose name is not is an error, not a panic.
+#[inline]
 pub fn table_of<T: Table>() -> Result<Tables, DatabaseError> {
+    // Hot path: our own table types carry the very `&'static str` the catalogue holds, so a
+    // pointer comparison finds them without comparing bytes; other `Table` impls (the upstream
+    // adapter's) fall back to comparing the name.
+    if let Some(t) = Tables::ALL.iter().find(|t| std::ptr::eq(t.name(), T::NAME)) {
+        return Ok(*t);
+    }
     T::NAME
         .parse::<Tables>()
         .map_err(|e| DatabaseError::Other(e.to_string()))
