@@ -5,7 +5,7 @@
 use crate::{
     env::EngineInner,
     error::RocksError,
-    view::{IterCache, Merged, OwnedSnapshot, RocksRow, TableOverlay, snapshot_keys},
+    view::{BaseLast, IterCache, Merged, OwnedSnapshot, RocksRow, TableOverlay, snapshot_keys},
 };
 use parking_lot::{Mutex, RawMutex, lock_api::ArcMutexGuard};
 use reth_hybrid_api::{
@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 pub(crate) struct TxInner {
     snap: OwnedSnapshot,
+    /// Per table (`Tables as usize`): the snapshot's last row, read at most once.
+    base_last: Vec<BaseLast>,
     /// Uncommitted writes per table (`Tables as usize`); `None` for read-only transactions.
     overlay: Option<Mutex<Vec<TableOverlay>>>,
     /// Held for the life of a write transaction.
@@ -52,6 +54,7 @@ impl RocksTx {
         Self {
             inner: Arc::new(TxInner {
                 snap: OwnedSnapshot::new(engine),
+                base_last: (0..Tables::COUNT).map(|_| BaseLast::new()).collect(),
                 overlay: None,
                 _writer: None,
             }),
@@ -65,6 +68,7 @@ impl RocksTxMut {
         Self {
             inner: Arc::new(TxInner {
                 snap: OwnedSnapshot::new(engine),
+                base_last: (0..Tables::COUNT).map(|_| BaseLast::new()).collect(),
                 overlay: Some(Mutex::new(overlay)),
                 _writer: Some(writer),
             }),
@@ -173,12 +177,14 @@ impl RocksStore {
 
     fn with_view<R>(&self, f: impl FnOnce(&Merged<'_>) -> RawResult<R>) -> RawResult<R> {
         let cache = Some(&self.cache);
+        let base_last = &self.tx.base_last[self.table as usize];
         match &self.tx.overlay {
             None => f(&Merged {
                 snap: &self.tx.snap,
                 overlay: None,
                 table: self.table,
                 cache,
+                base_last,
             }),
             Some(o) => {
                 let guard = o.lock();
@@ -187,6 +193,7 @@ impl RocksStore {
                     overlay: Some(&guard[self.table as usize]),
                     table: self.table,
                     cache,
+                    base_last,
                 })
             }
         }

@@ -72,6 +72,8 @@ pub(crate) struct Merged<'a> {
     pub(crate) table: Tables,
     /// The cursor's iterator cache, if the caller is a cursor.
     pub(crate) cache: Option<&'a IterCache>,
+    /// The transaction's memo of the snapshot's last row of this table.
+    pub(crate) base_last: &'a BaseLast,
 }
 
 /// A snapshot iterator whose borrow of the snapshot is erased; see [`IterCache`].
@@ -81,6 +83,10 @@ pub(crate) type SnapIter = rocksdb::DBRawIteratorWithThreadMode<'static, DB>;
 /// so dropped) before the `Arc` that keeps the snapshot alive, which `RocksStore` does.
 #[derive(Default)]
 pub(crate) struct IterCache(pub(crate) parking_lot::Mutex<Option<SnapIter>>);
+
+/// The snapshot's last row of a table, read once per transaction: the snapshot never changes,
+/// and appends ask for the table's last row on every call.
+pub(crate) type BaseLast = std::sync::OnceLock<Option<RocksRow>>;
 
 /// Positions `it` at the first key >= `target`, stepping instead of seeking when `it` already
 /// sits on `target` or on its immediate predecessor (`target == key ++ [0]`).
@@ -153,6 +159,32 @@ impl Merged<'_> {
         }
     }
 
+    /// The last visible row from the cached snapshot last row and the overlay's last write,
+    /// when that decides it; `None` when a tombstone at the top needs the full merge.
+    fn last_fast(&self) -> RawResult<Option<Option<RocksRow>>> {
+        let base = if self.base_visible() {
+            if let Some(b) = self.base_last.get() {
+                b.clone()
+            } else {
+                let mut it = self.snap.iter(self.table);
+                it.seek_to_last();
+                self.check(&it)?;
+                let b = base_row(&it);
+                let _ = self.base_last.set(b.clone());
+                b
+            }
+        } else {
+            None
+        };
+        let top = self.overlay.and_then(|o| o.writes.last_key_value());
+        Ok(match (base, top) {
+            (base, None) => Some(base),
+            (Some(b), Some((k, _))) if b.0 > *k => Some(Some(b)),
+            (_, Some((k, Some(v)))) => Some(Some((k.clone(), v.clone()))),
+            (_, Some((_, None))) => None,
+        })
+    }
+
     /// First visible row with key >= `target`.
     pub(crate) fn ge(&self, target: &[u8]) -> RawResult<Option<RocksRow>> {
         let mut it = self.take_iter();
@@ -195,6 +227,11 @@ impl Merged<'_> {
 
     /// Last visible row with key < `target` (`None` target: the last row).
     pub(crate) fn lt(&self, target: Option<&[u8]>) -> RawResult<Option<RocksRow>> {
+        if target.is_none()
+            && let Some(last) = self.last_fast()?
+        {
+            return Ok(last);
+        }
         let mut it = self.take_iter();
         let found = self.lt_with(&mut it, target);
         self.put_back(it);
