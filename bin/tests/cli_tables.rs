@@ -68,3 +68,26 @@ fn tables_json_is_machine_readable() {
         .expect("row");
     assert_eq!(trie["subkey"], "StoredNibblesSubKey");
 }
+
+#[test]
+fn metrics_flag_serves_and_rejects_bad_addresses() {
+    let out = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
+        .args(["--metrics", "127.0.0.1:0", "tables", "--json"])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
+        .args(["--metrics", "not-an-address", "tables"])
+        .output()
+        .expect("run");
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("--metrics") && err.contains("not-an-address"),
+        "{err}"
+    );
+}
