@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod generate_cmd;
 mod tables_cmd;
 
 #[derive(Debug, Parser)]
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Print the table catalogue: name, dupsort, key, value, default engine.
     Tables(tables_cmd::TablesArgs),
+    /// Write a synthetic reth v1-layout datadir (deterministic per seed) into a new folder.
+    Generate(generate_cmd::GenerateArgs),
 }
 
 fn main() -> eyre::Result<()> {
@@ -42,5 +45,6 @@ fn main() -> eyre::Result<()> {
     }
     match cli.command {
         Command::Tables(args) => tables_cmd::run(&args, &mut std::io::stdout().lock()),
+        Command::Generate(args) => generate_cmd::run(&args, &mut std::io::stdout().lock()),
     }
 }

@@ -91,3 +91,38 @@ fn metrics_flag_serves_and_rejects_bad_addresses() {
         "{err}"
     );
 }
+
+#[test]
+fn generate_writes_a_datadir_and_never_overwrites_one() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let datadir = dir.path().join("dd");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    let d = datadir.to_str().expect("utf8 path");
+    let out = run(&[
+        "generate",
+        "--datadir",
+        d,
+        "--scale",
+        "1",
+        "--seed",
+        "3",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["blocks"], 100);
+    assert_eq!(report["transactions"], 800);
+    assert!(datadir.join("db/mdbx.dat").exists());
+    let again = run(&["generate", "--datadir", d]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a database"));
+}
