@@ -106,6 +106,23 @@ impl IntentLog {
         &self.path
     }
 
+    /// Makes sure the log file exists and its directory entry is durable, so that a later
+    /// `write` needs only to sync the file's data for the intent to survive power loss.
+    pub fn ensure_durable_file(&self) -> Result<(), HybridError> {
+        if self.path.exists() {
+            return Ok(());
+        }
+        File::create(&self.path)
+            .and_then(|f| f.sync_all())
+            .map_err(io(&self.path))?;
+        if let Some(dir) = self.path.parent() {
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io(dir))?;
+        }
+        Ok(())
+    }
+
     pub fn read(&self) -> Result<IntentRead, HybridError> {
         let mut bytes = Vec::new();
         match File::open(&self.path) {

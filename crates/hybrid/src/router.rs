@@ -85,6 +85,7 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
     ) -> Result<Self, HybridError> {
         let intent = IntentLog::new(datadir.join(INTENT_LOG_FILE));
         let recovered = recover(&primary, &follower, &intent)?;
+        intent.ensure_durable_file()?;
         let layout = settle_layout(&primary, &follower, options.layout)?;
         Ok(Self {
             inner: Arc::new(HybridInner {
