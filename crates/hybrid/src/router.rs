@@ -409,25 +409,33 @@ macro_rules! by_table {
     }};
 }
 
+/// The read half of `RawTx`, the same for read and write hybrid transactions: each call goes
+/// to the engine that holds the table.
+macro_rules! routed_reads {
+    () => {
+        fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
+            by_table!(self, table, Op::Get, tx => tx.get(table, key))
+        }
+
+        fn cursor(&self, table: Tables) -> RawResult<Self::Cursor> {
+            let engine = self.layout.engine_of(table);
+            let routed = match engine {
+                EngineKind::Mdbx => Routed::Primary(self.primary.cursor(table)?),
+                EngineKind::RocksDb => Routed::Follower(self.follower.cursor(table)?),
+            };
+            Ok(Metered::new(routed, table, engine))
+        }
+
+        fn entries(&self, table: Tables) -> RawResult<usize> {
+            by_table!(self, table, Op::Entries, tx => tx.entries(table))
+        }
+    };
+}
+
 impl<A: RawTx, B: RawTx> RawTx for HybridTx<A, B> {
     type Cursor = Metered<Routed<A::Cursor, B::Cursor>>;
 
-    fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
-        by_table!(self, table, Op::Get, tx => tx.get(table, key))
-    }
-
-    fn cursor(&self, table: Tables) -> RawResult<Self::Cursor> {
-        let engine = self.layout.engine_of(table);
-        let routed = match engine {
-            EngineKind::Mdbx => Routed::Primary(self.primary.cursor(table)?),
-            EngineKind::RocksDb => Routed::Follower(self.follower.cursor(table)?),
-        };
-        Ok(Metered::new(routed, table, engine))
-    }
-
-    fn entries(&self, table: Tables) -> RawResult<usize> {
-        by_table!(self, table, Op::Entries, tx => tx.entries(table))
-    }
+    routed_reads!();
 
     fn commit(self) -> RawResult<()> {
         let r = self.primary.commit();
@@ -459,22 +467,7 @@ impl<P: RawEngine, F: RawReplay> std::fmt::Debug for HybridTxMut<P, F> {
 impl<P: RawEngine, F: RawReplay> RawTx for HybridTxMut<P, F> {
     type Cursor = Metered<Routed<<P::TxMut as RawTx>::Cursor, <F::TxMut as RawTx>::Cursor>>;
 
-    fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
-        by_table!(self, table, Op::Get, tx => tx.get(table, key))
-    }
-
-    fn cursor(&self, table: Tables) -> RawResult<Self::Cursor> {
-        let engine = self.layout.engine_of(table);
-        let routed = match engine {
-            EngineKind::Mdbx => Routed::Primary(self.primary.cursor(table)?),
-            EngineKind::RocksDb => Routed::Follower(self.follower.cursor(table)?),
-        };
-        Ok(Metered::new(routed, table, engine))
-    }
-
-    fn entries(&self, table: Tables) -> RawResult<usize> {
-        by_table!(self, table, Op::Entries, tx => tx.entries(table))
-    }
+    routed_reads!();
 
     fn commit(self) -> RawResult<()> {
         crate::commit::commit(self).map_err(DatabaseError::from)

@@ -2,24 +2,14 @@
 //! default split, and a random split (fixed seed). The suite's tables (CanonicalHeaders,
 //! PlainStorageState, Metadata) land in different engines across these layouts.
 
+mod common;
+
 use reth_hybrid_api::{EngineKind, Tables};
 use reth_hybrid_hybrid::{HybridDb, HybridOptions, Layout};
-use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
-use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
 use std::path::Path;
 
-fn open(dir: &Path, layout: Layout) -> HybridDb<MdbxEngine, RocksEngine> {
-    let mdbx =
-        MdbxEngine::open(dir, MdbxOptions::create().with_geometry(Geometry::SMALL)).expect("mdbx");
-    let rocks = RocksEngine::open(
-        &dir.join("hybrid-rocksdb"),
-        &RocksOptions {
-            block_cache_bytes: 8 << 20,
-            sync_writes: false,
-            create_if_missing: true,
-        },
-    )
-    .expect("rocksdb");
+fn open(dir: &Path, layout: Layout) -> common::Db {
+    let (mdbx, rocks) = common::engines_with(dir, false);
     HybridDb::open(
         mdbx,
         rocks,

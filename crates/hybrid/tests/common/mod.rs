@@ -14,13 +14,18 @@ use std::{collections::BTreeSet, path::Path};
 pub type Db = HybridDb<MdbxEngine, RocksEngine>;
 
 pub fn engines(dir: &Path) -> (MdbxEngine, RocksEngine) {
+    engines_with(dir, true)
+}
+
+/// `sync_writes: false` is for suites about semantics, not durability (many short-lived datadirs).
+pub fn engines_with(dir: &Path, sync_writes: bool) -> (MdbxEngine, RocksEngine) {
     let mdbx =
         MdbxEngine::open(dir, MdbxOptions::create().with_geometry(Geometry::SMALL)).expect("mdbx");
     let rocks = RocksEngine::open(
         &dir.join("hybrid-rocksdb"),
         &RocksOptions {
             block_cache_bytes: 8 << 20,
-            sync_writes: true,
+            sync_writes,
             create_if_missing: true,
         },
     )
