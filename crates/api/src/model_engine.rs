@@ -6,7 +6,7 @@ use crate::{
     DatabaseError, DatabaseErrorInfo, Tables,
     error::codes,
     raw::{RawEngine, RawPair, RawResult, RawTx, RawTxMut},
-    sorted::{EmulatedCursor, PairStore, PairStoreExt, TableWrites},
+    sorted::{EmulatedCursor, PairStore, TableWrites},
 };
 use parking_lot::{Mutex, RawMutex, lock_api::ArcMutexGuard};
 use std::{collections::BTreeSet, ops::Bound, path::PathBuf, sync::Arc};
@@ -300,12 +300,5 @@ impl RawTxMut for ModelTxMut {
 
     fn cursor_mut(&self, table: Tables) -> RawResult<Self::CursorMut> {
         Ok(EmulatedCursor::new(self.0.store(table)))
-    }
-}
-
-impl ModelStore {
-    /// First pair of the table (convenience for tests).
-    pub fn first_pair(&self) -> RawResult<Option<RawPair>> {
-        self.first()
     }
 }
