@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod generate_cmd;
+mod layout_cmd;
 mod tables_cmd;
 
 #[derive(Debug, Parser)]
@@ -27,6 +28,9 @@ enum Command {
     Tables(tables_cmd::TablesArgs),
     /// Write a synthetic reth v1-layout datadir (deterministic per seed) into a new folder.
     Generate(generate_cmd::GenerateArgs),
+    /// Show which engine holds each table of a datadir.
+    #[command(subcommand)]
+    Layout(layout_cmd::LayoutCommand),
 }
 
 fn main() -> eyre::Result<()> {
@@ -46,5 +50,6 @@ fn main() -> eyre::Result<()> {
     match cli.command {
         Command::Tables(args) => tables_cmd::run(&args, &mut std::io::stdout().lock()),
         Command::Generate(args) => generate_cmd::run(&args, &mut std::io::stdout().lock()),
+        Command::Layout(cmd) => layout_cmd::run(&cmd, &mut std::io::stdout().lock()),
     }
 }

@@ -126,3 +126,50 @@ fn generate_writes_a_datadir_and_never_overwrites_one() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a database"));
 }
+
+#[test]
+fn layout_get_reads_a_datadir_without_changing_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let datadir = dir.path().join("dd");
+    let d = datadir.to_str().expect("utf8 path");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
+            .args(args)
+            .output()
+            .expect("run")
+    };
+    assert!(run(&["generate", "--datadir", d]).status.success());
+    let before = std::fs::read(datadir.join("db/mdbx.dat")).expect("read");
+    let out = run(&["layout", "get", "--datadir", d, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        v["recorded"], false,
+        "a generated reth v1 datadir has no reth-hybrid layout yet"
+    );
+    assert_eq!(v["tables"]["AccountsHistory"], "rocksdb");
+    assert_eq!(v["tables"]["PlainAccountState"], "mdbx");
+    assert!(
+        std::fs::read(datadir.join("db/mdbx.dat")).expect("read") == before,
+        "read-only: the datadir is unchanged"
+    );
+    let text = String::from_utf8(run(&["layout", "get", "--datadir", d]).stdout).expect("utf8");
+    assert!(
+        text.contains("no layout recorded")
+            && text
+                .contains("rocksdb (3): TransactionHashNumbers, AccountsHistory, StoragesHistory"),
+        "{text}"
+    );
+    let missing = run(&[
+        "layout",
+        "get",
+        "--datadir",
+        dir.path().join("nope").to_str().expect("utf8"),
+    ]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no MDBX database"));
+}
