@@ -192,7 +192,15 @@ impl MdbxEngine {
         }
         // ORDER: the lock is checked before MDBX touches the files, so a datadir held by a node
         // is refused without any change on disk.
+        // Read-only opens refuse too: reth bundles libmdbx 0.13 and we 0.14, whose lock files
+        // (mdbx.lck) differ, so even a reader must not share a datadir with a running node.
         let lock = if options.read_only {
+            if let Some(holder) = crate::lock::live_holder(&db_dir) {
+                return Err(MdbxError::Locked {
+                    path: db_dir,
+                    pid: holder.pid,
+                });
+            }
             None
         } else {
             Some(StorageLock::acquire(&db_dir)?)

@@ -178,6 +178,11 @@ fn second_read_write_open_is_refused_while_a_live_process_holds_the_lock() {
         before,
         "refusal changes nothing"
     );
+    // Read-only opens refuse too (reth's libmdbx lock format differs from ours).
+    match MdbxEngine::open_read_only(dir.path()) {
+        Err(MdbxError::Locked { pid, .. }) => assert_eq!(pid, parent),
+        other => panic!("expected Locked for a read-only open, got {other:?}"),
+    }
     // A stale lock (same pid, another start time) is not live.
     fs::write(
         dir.path().join("db/lock"),
