@@ -20,7 +20,7 @@ use crate::{
     router::HybridTxMut,
 };
 use reth_hybrid_api::raw::{RawEngine, RawReplay, RawTx};
-use std::time::Instant;
+use std::{sync::atomic::Ordering, time::Instant};
 
 pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Result<(), HybridError> {
     let HybridTxMut {
@@ -31,8 +31,9 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         ..
     } = tx;
     let mut state = db.state.lock();
-    if let Some(seq) = state.poisoned {
-        return Err(HybridError::Poisoned { seq });
+    match db.poisoned.load(Ordering::Acquire) {
+        0 => {}
+        seq => return Err(HybridError::Poisoned { seq }),
     }
     let seq = state.seq + 1;
     put_u64(&primary, SEQ_KEY, seq)?;
@@ -75,7 +76,7 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
             metrics::phase(Phase::Follower, started.elapsed());
             if let Err(e) = applied {
                 // MDBX decided; RocksDB refused. Only recovery (on reopen) may finish this.
-                state.poisoned = Some(seq);
+                db.poisoned.store(seq, Ordering::Release);
                 return Err(e.into());
             }
             crash_point!(AfterFollowerApply);

@@ -18,7 +18,10 @@ use reth_hybrid_api::{
 };
 use std::{
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 /// File name of the intent log inside the datadir.
@@ -34,7 +37,6 @@ pub struct HybridOptions {
 pub(crate) struct CommitState {
     pub(crate) seq: u64,
     pub(crate) follower_seq: u64,
-    pub(crate) poisoned: Option<u64>,
 }
 
 pub(crate) struct HybridInner<P, F> {
@@ -42,7 +44,11 @@ pub(crate) struct HybridInner<P, F> {
     pub(crate) follower: F,
     pub(crate) layout: Layout,
     pub(crate) intent: IntentLog,
+    /// Held for the whole of a commit (fsyncs included); readers never take it.
     pub(crate) state: Mutex<CommitState>,
+    /// Sequence of a commit MDBX decided but RocksDB refused (0: none). Atomic so readers can
+    /// check it without waiting for a commit in progress.
+    pub(crate) poisoned: AtomicU64,
     /// Readers take it shared while opening both snapshots; a commit takes it exclusively from
     /// the decision commit until the follower has applied, so no reader sees one without the other.
     pub(crate) visibility: RwLock<()>,
@@ -89,10 +95,10 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
         let layout = settle_layout(&primary, &follower, options.layout)?;
         Ok(Self {
             inner: Arc::new(HybridInner {
+                poisoned: AtomicU64::new(0),
                 state: Mutex::new(CommitState {
                     seq: recovered.seq,
                     follower_seq: recovered.follower_seq,
-                    poisoned: None,
                 }),
                 primary,
                 follower,
@@ -139,9 +145,9 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
     }
 
     fn check_poisoned(&self) -> RawResult<()> {
-        match self.inner.state.lock().poisoned {
-            Some(seq) => Err(HybridError::Poisoned { seq }.into()),
-            None => Ok(()),
+        match self.inner.poisoned.load(Ordering::Acquire) {
+            0 => Ok(()),
+            seq => Err(HybridError::Poisoned { seq }.into()),
         }
     }
 }
