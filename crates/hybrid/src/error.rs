@@ -61,6 +61,12 @@ pub enum HybridError {
         "a previous commit failed after MDBX committed (sequence {seq}); reopen the database to recover"
     )]
     Poisoned { seq: u64 },
+    #[error(
+        "a table migration is in progress in this datadir ({path} exists): its tables have rows \
+         in both engines. Finish it by running the same `reth-hybrid migrate` command again \
+         (it resumes), then open the datadir"
+    )]
+    MigrationInProgress { path: PathBuf },
     #[error(transparent)]
     Engine(#[from] DatabaseError),
 }

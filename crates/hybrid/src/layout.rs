@@ -11,6 +11,9 @@ pub const CONTROL_KEY_PREFIX: &str = "reth_hybrid.";
 /// `Metadata` key of the persisted layout (JSON).
 pub const LAYOUT_KEY: &str = "reth_hybrid.layout";
 const LAYOUT_VERSION: u32 = 1;
+/// File in the datadir that marks a table migration in progress (written by `reth-hybrid
+/// migrate`, removed when it finishes). While it exists the hybrid refuses to open.
+pub const MIGRATION_STATE_FILE: &str = "hybrid-migration.json";
 
 /// Which engine holds each table.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use crate::{
     control::{get_bytes, has_user_rows, put_bytes},
     error::HybridError,
     intent_log::IntentLog,
-    layout::{LAYOUT_KEY, Layout},
+    layout::{LAYOUT_KEY, Layout, MIGRATION_STATE_FILE},
     metrics::{self, Op},
     recovery::{Recovered, recover},
 };
@@ -89,6 +89,10 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
         datadir: &Path,
         options: HybridOptions,
     ) -> Result<Self, HybridError> {
+        let migration = datadir.join(MIGRATION_STATE_FILE);
+        if migration.exists() {
+            return Err(HybridError::MigrationInProgress { path: migration });
+        }
         let intent = IntentLog::new(datadir.join(INTENT_LOG_FILE));
         let recovered = recover(&primary, &follower, &intent)?;
         intent.ensure_durable_file()?;

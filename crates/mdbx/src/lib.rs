@@ -10,9 +10,11 @@ mod cursor;
 mod env;
 mod error;
 pub mod lock;
+mod stats;
 mod tx;
 
 pub use cursor::MdbxCursor;
 pub use env::{DB_VERSION, Geometry, MdbxEngine, MdbxOptions};
 pub use error::{MdbxCode, MdbxError};
+pub use stats::{EnvStat, TableStat};
 pub use tx::{MdbxTx, MdbxTxMut};

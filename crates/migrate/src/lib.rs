@@ -1,6 +1,23 @@
-//! Datadir tools, generic over the reth-shaped `Database`: today the synthetic reth datadir
-//! generator; migration, verification and statistics build on it (issue: migration).
+//! Datadir tools: table migration between MDBX and RocksDB (SST files + ingestion, verified,
+//! resumable, reversible), `stats`, `verify`, `layout set`, and the synthetic reth datadir
+//! generator. Built on the concrete engines: migration is MDBX <-> RocksDB by nature.
 
+pub mod crash;
+pub mod datadir;
+pub mod digest;
+pub mod error;
 pub mod generate;
+pub mod layout_set;
+pub mod migrate;
+pub mod plan;
+pub mod progress;
+pub mod state;
+pub mod stats;
+pub mod verify;
 
+pub use digest::TableDigest;
+pub use error::MigrateError;
 pub use generate::{GenerateReport, GenerateSpec, generate};
+pub use migrate::{MigrateReport, TableReport, migrate};
+pub use plan::{MigrateRequest, Plan, TablePlan, plan};
+pub use progress::{NoProgress, Progress};

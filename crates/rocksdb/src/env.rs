@@ -27,7 +27,7 @@ pub(crate) struct EngineInner {
     pub(crate) path: PathBuf,
     pub(crate) writer: Arc<Mutex<()>>,
     pub(crate) sync_writes: bool,
-    _cache: Cache,
+    pub(crate) cache: Cache,
 }
 
 impl EngineInner {
@@ -66,11 +66,14 @@ impl RocksEngine {
         let descriptors = Tables::ALL
             .iter()
             .map(|t| ColumnFamilyDescriptor::new(t.name(), cf_options(*t, &cache)));
-        let db = DB::open_cf_descriptors(&db_opts, path, descriptors).map_err(|source| {
-            RocksError::Open {
-                path: path.to_path_buf(),
-                source,
-            }
+        let opened = if options.read_only {
+            DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false)
+        } else {
+            DB::open_cf_descriptors(&db_opts, path, descriptors)
+        };
+        let db = opened.map_err(|source| RocksError::Open {
+            path: path.to_path_buf(),
+            source,
         })?;
         for table in Tables::ALL {
             if db.cf_handle(table.name()).is_none() {
@@ -87,9 +90,21 @@ impl RocksEngine {
                 path: path.to_path_buf(),
                 writer: Arc::new(Mutex::new(())),
                 sync_writes: options.sync_writes,
-                _cache: cache,
+                cache,
             }),
         })
+    }
+
+    /// Opens reth-hybrid's RocksDB read-only (for inspection tools: nothing on disk changes).
+    pub fn open_read_only(path: &Path) -> Result<Self, RocksError> {
+        Self::open(
+            path,
+            &RocksOptions {
+                read_only: true,
+                create_if_missing: false,
+                ..RocksOptions::default()
+            },
+        )
     }
 
     /// The underlying database, for tools (stats, SST ingestion).

@@ -20,6 +20,12 @@ pub enum RocksError {
         #[source]
         source: rocksdb::Error,
     },
+    #[error("I/O error on {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("RocksDB commit of a write batch")]
     Commit(#[source] rocksdb::Error),
     #[error(

@@ -4,12 +4,14 @@
 //! so every reth table can live here. Cursors have MDBX's semantics, from
 //! `reth_hybrid_api::sorted`.
 
+mod bulk;
 mod env;
 mod error;
 mod options;
 mod tx;
 mod view;
 
+pub use bulk::{SstFile, SstSink, TableSize, UpstreamColumnFamily, inspect_upstream_rocksdb};
 pub use env::{HYBRID_ROCKSDB_DIR, RocksEngine};
 pub use error::RocksError;
 pub use options::RocksOptions;

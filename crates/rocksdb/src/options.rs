@@ -12,6 +12,8 @@ pub struct RocksOptions {
     /// fsync the WAL on every commit (reth-hybrid's durability promise; off only in benchmarks).
     pub sync_writes: bool,
     pub create_if_missing: bool,
+    /// Open read-only: writes fail, nothing on disk changes (no lock taken, no WAL replayed).
+    pub read_only: bool,
 }
 
 impl Default for RocksOptions {
@@ -20,6 +22,7 @@ impl Default for RocksOptions {
             block_cache_bytes: 512 << 20,
             sync_writes: true,
             create_if_missing: true,
+            read_only: false,
         }
     }
 }

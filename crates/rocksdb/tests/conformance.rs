@@ -9,6 +9,7 @@ reth_hybrid_api::conformance_suite!(rocksdb, |dir: &std::path::Path| {
         block_cache_bytes: 8 << 20,
         sync_writes: false,
         create_if_missing: true,
+        read_only: false,
     };
     RocksEngine::open(dir, &options).expect("open RocksDB")
 });

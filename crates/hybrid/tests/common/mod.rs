@@ -27,6 +27,7 @@ pub fn engines_with(dir: &Path, sync_writes: bool) -> (MdbxEngine, RocksEngine) 
             block_cache_bytes: 8 << 20,
             sync_writes,
             create_if_missing: true,
+            read_only: false,
         },
     )
     .expect("rocksdb");

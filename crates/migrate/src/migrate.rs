@@ -1,0 +1,617 @@
+//! Running a migration: each table is copied, verified on both sides, then switched in one step;
+//! every step is durable and resumable (see docs/migration.md for the operator's view).
+//!
+//! MDBX -> RocksDB: the MDBX cursor (bytewise order, as RocksDB sorts) streams into SST files
+//! written with the table's own options; each finished file is recorded in the state file; then
+//! all files are ingested in one atomic call, both sides are scanned and compared (rows and
+//! checksum), and one MDBX transaction clears the source table and records the new layout.
+//!
+//! RocksDB -> MDBX: rows stream from RocksDB into MDBX with `MDBX_APPEND` in batches; each batch
+//! commits together with its position, so a crash loses nothing and repeats nothing. After the
+//! verification one MDBX transaction records the layout, then RocksDB's copy is range-deleted.
+
+use crate::{
+    crash::crash_point,
+    datadir::{Datadir, effective_layout, remove_durably, sync_parent},
+    digest::TableDigest,
+    error::{MigrateError, io},
+    plan::{MigrateRequest, Plan, plan},
+    progress::Progress,
+    state::{MigrationState, Phase, RollbackProgress, SstChunk, rollback_key},
+};
+use reth_hybrid_api::{
+    EngineKind, Tables,
+    raw::{RawCursor, RawEngine, RawTx, RawTxMut},
+};
+use reth_hybrid_hybrid::{
+    HybridDb, HybridOptions, Layout,
+    control::{get_bytes, put_bytes},
+    layout::LAYOUT_KEY,
+};
+use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions, lock::StorageLock};
+use reth_hybrid_rocksdb::RocksEngine;
+use serde::Serialize;
+use std::{path::Path, time::Instant};
+
+/// What one table's migration did.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableReport {
+    pub table: Tables,
+    pub rows: u64,
+    pub checksum: String,
+    /// Bytes in the source engine before (MDBX pages or RocksDB files).
+    pub source_bytes: u64,
+    /// Bytes in the target engine after.
+    pub target_bytes: u64,
+    pub seconds: f64,
+}
+
+/// What a migration did.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrateReport {
+    pub plan: Plan,
+    pub tables: Vec<TableReport>,
+    /// `mdbx.dat` bytes on disk before and after `--compact`.
+    pub compacted: Option<(u64, u64)>,
+    pub seconds: f64,
+}
+
+struct Run<'a> {
+    dd: Datadir,
+    mdbx: MdbxEngine,
+    rocks: RocksEngine,
+    state: MigrationState,
+    request: &'a MigrateRequest,
+    progress: &'a dyn Progress,
+}
+
+/// Migrates (or resumes migrating) tables between the engines. Preflight first: a refusal
+/// changes nothing in the datadir.
+pub fn migrate(
+    datadir: &Path,
+    request: &MigrateRequest,
+    progress: &dyn Progress,
+) -> Result<MigrateReport, MigrateError> {
+    let started = Instant::now();
+    let plan = plan(datadir, request)?;
+    let dd = Datadir::new(datadir);
+    let tables: Vec<Tables> = plan.tables.iter().map(|t| t.table).collect();
+    if tables.is_empty() {
+        return Ok(MigrateReport {
+            plan,
+            tables: Vec::new(),
+            compacted: None,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    let mdbx = MdbxEngine::open(datadir, MdbxOptions::read_write())?;
+    let rocks = RocksEngine::open_in_datadir(datadir)?;
+    let (mdbx, rocks) = if dd.intent_pending() && !plan.resume {
+        // A node stopped with a commit in flight: settle it before moving any table.
+        let hybrid = HybridDb::open(mdbx, rocks, datadir, HybridOptions::default())?;
+        tracing::info!(action = ?hybrid.recovered().action, "recovered the commit in flight");
+        let (m, r) = (hybrid.primary().clone(), hybrid.follower().clone());
+        drop(hybrid);
+        (m, r)
+    } else {
+        (mdbx, rocks)
+    };
+    let state = match MigrationState::read(&dd)? {
+        Some(s) => s,
+        None => {
+            let s = MigrationState::new(request.to, &tables, request.compact, plan.command.clone());
+            s.write(&dd)?;
+            crash_point!("AfterStateWrite");
+            s
+        }
+    };
+    let mut run = Run {
+        dd,
+        mdbx,
+        rocks,
+        state,
+        request,
+        progress,
+    };
+    let mut reports = Vec::new();
+    for (idx, table_plan) in plan.tables.iter().enumerate() {
+        let t0 = Instant::now();
+        let (digest, target_bytes) = match request.to {
+            EngineKind::RocksDb => run.to_rocksdb(idx)?,
+            EngineKind::Mdbx => run.to_mdbx(idx)?,
+        };
+        reports.push(TableReport {
+            table: table_plan.table,
+            rows: digest.rows,
+            checksum: digest.sum_hex(),
+            source_bytes: table_plan.bytes,
+            target_bytes,
+            seconds: t0.elapsed().as_secs_f64(),
+        });
+    }
+    let Run {
+        dd,
+        mdbx,
+        rocks,
+        mut state,
+        ..
+    } = run;
+    drop(rocks);
+    let compacted = if state.compact && !state.compacted {
+        let sizes = compact_mdbx(mdbx, &dd, progress)?;
+        state.compacted = true;
+        state.write(&dd)?;
+        Some(sizes)
+    } else {
+        drop(mdbx);
+        None
+    };
+    crash_point!("BeforeStateRemove");
+    let staging = dd.staging();
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+    }
+    remove_durably(&dd.state_file())?;
+    Ok(MigrateReport {
+        plan,
+        tables: reports,
+        compacted,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+impl Run<'_> {
+    fn table_state(&mut self, idx: usize) -> &mut crate::state::TableState {
+        &mut self.state.tables[idx]
+    }
+
+    fn layout(&self) -> Result<Layout, MigrateError> {
+        let tx = self.mdbx.begin_ro()?;
+        Ok(effective_layout(&tx, Some(&self.rocks))?.0)
+    }
+
+    /// Records `table` in `engine` and, in the same MDBX transaction, runs `also`.
+    fn switch_layout(
+        &self,
+        table: Tables,
+        engine: EngineKind,
+        also: impl FnOnce(&reth_hybrid_mdbx::MdbxTxMut) -> Result<(), MigrateError>,
+    ) -> Result<(), MigrateError> {
+        let mut layout = self.layout()?;
+        layout.set(table, engine);
+        let wtx = self.mdbx.begin_rw()?;
+        also(&wtx)?;
+        put_bytes(&wtx, LAYOUT_KEY, layout.to_json())?;
+        wtx.commit()?;
+        Ok(())
+    }
+
+    fn mdbx_digest(&self, table: Tables) -> Result<TableDigest, MigrateError> {
+        let tx = self.mdbx.begin_ro()?;
+        let total = tx.table_stat(table)?.entries;
+        self.progress
+            .begin(&format!("{table}: checksum in MDBX"), Some(total));
+        let mut digest = TableDigest::default();
+        let mut cursor = tx.cursor(table)?;
+        let mut next = cursor.first()?;
+        while let Some((k, v)) = next {
+            digest.add(&k, &v);
+            if digest.rows % 8192 == 0 {
+                self.progress.advance(8192);
+            }
+            next = cursor.next()?;
+        }
+        self.progress.end();
+        Ok(digest)
+    }
+
+    fn rocks_digest(&self, table: Tables) -> Result<TableDigest, MigrateError> {
+        let total = self.rocks.table_size(table).estimated_rows;
+        self.progress
+            .begin(&format!("{table}: checksum in RocksDB"), Some(total));
+        let mut digest = TableDigest::default();
+        self.rocks.scan_table(table, None, |k, v| {
+            digest.add(k, v);
+            if digest.rows % 8192 == 0 {
+                self.progress.advance(8192);
+            }
+            Ok(true)
+        })?;
+        self.progress.end();
+        Ok(digest)
+    }
+
+    // ---- MDBX -> RocksDB ----
+
+    fn to_rocksdb(&mut self, idx: usize) -> Result<(TableDigest, u64), MigrateError> {
+        let table = self.state.tables[idx].table;
+        let sst_bytes = |s: &crate::state::TableState| s.chunks.iter().map(|c| c.bytes).sum();
+        if self.state.tables[idx].phase == Phase::Done {
+            let d =
+                self.state.tables[idx]
+                    .chunks
+                    .iter()
+                    .fold(TableDigest::default(), |mut d, c| {
+                        d.merge(&c.digest);
+                        d
+                    });
+            return Ok((d, sst_bytes(&self.state.tables[idx])));
+        }
+        if self.layout()?.engine_of(table) == EngineKind::RocksDb {
+            // Interrupted right after the switch: the source was cleared in the same step.
+            let tx = self.mdbx.begin_ro()?;
+            if tx.table_stat(table)?.entries > 0 {
+                return Err(self.bad_state(format!(
+                    "{table} is recorded in RocksDB but MDBX still has rows"
+                )));
+            }
+            let digest = self.rocks_digest(table)?;
+            self.finish_table(idx)?;
+            return Ok((digest, sst_bytes(&self.state.tables[idx])));
+        }
+        if self.state.tables[idx].phase == Phase::Copying {
+            if self.rocks.table_has_rows(table)? {
+                return Err(self.bad_state(format!(
+                    "{table} has rows in RocksDB before its SST files were ingested"
+                )));
+            }
+            self.copy_to_sst(idx)?;
+            self.table_state(idx).phase = Phase::Written;
+            self.state.write(&self.dd)?;
+        }
+        let dir = self.dd.staging().join(table.name());
+        let files: Vec<_> = self.state.tables[idx]
+            .chunks
+            .iter()
+            .map(|c| dir.join(&c.file))
+            .collect();
+        if !self.rocks.table_has_rows(table)? {
+            if let Some(missing) = files.iter().find(|f| !f.exists()) {
+                return Err(self.bad_state(format!(
+                    "SST file {} is missing and {table} was not ingested",
+                    missing.display()
+                )));
+            }
+            self.progress.begin(
+                &format!("{table}: ingesting {} SST files", files.len()),
+                None,
+            );
+            self.rocks.ingest_sst_files(table, &files)?;
+            self.progress.end();
+            crash_point!("AfterIngest");
+        }
+        let copied =
+            self.state.tables[idx]
+                .chunks
+                .iter()
+                .fold(TableDigest::default(), |mut d, c| {
+                    d.merge(&c.digest);
+                    d
+                });
+        let source = self.mdbx_digest(table)?;
+        let target = self.rocks_digest(table)?;
+        if source != target || copied != source {
+            self.rocks.clear_table(table)?;
+            let st = self.table_state(idx);
+            st.phase = Phase::Copying;
+            st.chunks.clear();
+            self.state.write(&self.dd)?;
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(MigrateError::VerifyFailed {
+                table,
+                source_rows: source.rows,
+                source_sum: source.sum_hex(),
+                target_rows: target.rows,
+                target_sum: target.sum_hex(),
+            });
+        }
+        crash_point!("AfterVerify");
+        self.switch_layout(table, EngineKind::RocksDb, |wtx| Ok(wtx.clear(table)?))?;
+        crash_point!("AfterSwitch");
+        self.finish_table(idx)?;
+        Ok((source, sst_bytes(&self.state.tables[idx])))
+    }
+
+    fn finish_table(&mut self, idx: usize) -> Result<(), MigrateError> {
+        let table = self.state.tables[idx].table;
+        self.table_state(idx).phase = Phase::Done;
+        self.state.write(&self.dd)?;
+        let dir = self.dd.staging().join(table.name());
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        Ok(())
+    }
+
+    fn bad_state(&self, reason: String) -> MigrateError {
+        MigrateError::BadState {
+            path: self.dd.state_file(),
+            reason,
+        }
+    }
+
+    /// Streams the table from MDBX into SST files, resuming after the last recorded file.
+    fn copy_to_sst(&mut self, idx: usize) -> Result<(), MigrateError> {
+        let table = self.state.tables[idx].table;
+        let dir = self.dd.staging().join(table.name());
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        sync_parent(&dir)?;
+        // Files of an interrupted run that were never recorded are partial: remove them.
+        let recorded: Vec<String> = self.state.tables[idx]
+            .chunks
+            .iter()
+            .map(|c| c.file.clone())
+            .collect();
+        for entry in std::fs::read_dir(&dir).map_err(io(&dir))? {
+            let entry = entry.map_err(io(&dir))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !recorded.contains(&name) {
+                std::fs::remove_file(entry.path()).map_err(io(&entry.path()))?;
+            }
+        }
+        let tx = self.mdbx.begin_ro()?;
+        let total = tx.table_stat(table)?.entries;
+        let done_rows: u64 = self.state.tables[idx]
+            .chunks
+            .iter()
+            .map(|c| c.digest.rows)
+            .sum();
+        self.progress
+            .begin(&format!("{table}: MDBX -> SST files"), Some(total));
+        self.progress.advance(done_rows);
+        let mut cursor = tx.cursor(table)?;
+        let mut next = match self.state.tables[idx].chunks.last() {
+            None => cursor.first()?,
+            Some(chunk) => {
+                let last = hex::decode(&chunk.last_stored_key)
+                    .map_err(|e| self.bad_state(format!("bad resume key: {e}")))?;
+                let seek_key = match table.dupsort_key_len() {
+                    Some(len) => &last[..len.min(last.len())],
+                    None => &last[..],
+                };
+                let mut row = cursor.seek(seek_key)?;
+                while let Some((k, v)) = &row {
+                    if RocksEngine::stored_key(table, k, v) > last {
+                        break;
+                    }
+                    row = cursor.next()?;
+                }
+                row
+            }
+        };
+        let target = self.request.sst_file_bytes.max(1);
+        while next.is_some() {
+            let file = format!("{:06}.sst", self.state.tables[idx].chunks.len());
+            let path = dir.join(&file);
+            let mut digest = TableDigest::default();
+            let mut last_key = Vec::new();
+            let progress = self.progress;
+            let written = self.rocks.write_sst_file(table, &path, |sink| {
+                while let Some((k, v)) = next.take() {
+                    sink.put(&k, &v)?;
+                    digest.add(&k, &v);
+                    if digest.rows % 8192 == 0 {
+                        progress.advance(8192);
+                    }
+                    next = cursor.next()?;
+                    if next.is_none() || sink.file_bytes() >= target {
+                        last_key = RocksEngine::stored_key(table, &k, &v);
+                        break;
+                    }
+                }
+                Ok(())
+            })?;
+            progress.advance(digest.rows % 8192);
+            crash_point!("CopyAfterSstFile");
+            let Some(sst) = written else { break };
+            self.table_state(idx).chunks.push(SstChunk {
+                file,
+                bytes: sst.bytes,
+                digest,
+                last_stored_key: hex::encode(&last_key),
+            });
+            self.state.write(&self.dd)?;
+            crash_point!("CopyAfterCheckpoint");
+        }
+        self.progress.end();
+        Ok(())
+    }
+
+    // ---- RocksDB -> MDBX ----
+
+    fn rollback_progress(&self, table: Tables) -> Result<Option<RollbackProgress>, MigrateError> {
+        let tx = self.mdbx.begin_ro()?;
+        get_bytes(&tx, &rollback_key(table))?
+            .map(|b| {
+                serde_json::from_slice(&b)
+                    .map_err(|e| self.bad_state(format!("unreadable rollback position: {e}")))
+            })
+            .transpose()
+    }
+
+    fn to_mdbx(&mut self, idx: usize) -> Result<(TableDigest, u64), MigrateError> {
+        let table = self.state.tables[idx].table;
+        let mdbx_bytes = |run: &Self| -> Result<u64, MigrateError> {
+            Ok(run.mdbx.begin_ro()?.table_stat(table)?.bytes())
+        };
+        if self.state.tables[idx].phase == Phase::Done {
+            let d = self.mdbx_digest(table)?;
+            return Ok((d, mdbx_bytes(self)?));
+        }
+        let progress = self.rollback_progress(table)?;
+        if self.layout()?.engine_of(table) == EngineKind::Mdbx {
+            // Switched already: finish removing RocksDB's copy.
+            match progress {
+                Some(p) if p.clearing => self.clear_rocks_copy(table)?,
+                _ if self.rocks.table_has_rows(table)? => {
+                    return Err(self.bad_state(format!(
+                        "{table} is recorded in MDBX but RocksDB still has rows"
+                    )));
+                }
+                _ => {}
+            }
+            let d = self.mdbx_digest(table)?;
+            self.table_state(idx).phase = Phase::Done;
+            self.state.write(&self.dd)?;
+            return Ok((d, mdbx_bytes(self)?));
+        }
+        let mut position = match progress {
+            Some(p) => p,
+            None => {
+                let tx = self.mdbx.begin_ro()?;
+                if crate::datadir::mdbx_has_rows(&tx, table)? {
+                    return Err(MigrateError::RowsInTarget {
+                        table,
+                        engine: EngineKind::Mdbx,
+                    });
+                }
+                RollbackProgress::default()
+            }
+        };
+        if !position.clearing {
+            self.copy_to_mdbx(table, &mut position)?;
+        }
+        let source = self.rocks_digest(table)?;
+        let target = self.mdbx_digest(table)?;
+        if source != target || position.digest != source {
+            let wtx = self.mdbx.begin_rw()?;
+            wtx.clear(table)?;
+            wtx.delete(Tables::Metadata, rollback_key(table).as_bytes(), None)?;
+            wtx.commit()?;
+            return Err(MigrateError::VerifyFailed {
+                table,
+                source_rows: source.rows,
+                source_sum: source.sum_hex(),
+                target_rows: target.rows,
+                target_sum: target.sum_hex(),
+            });
+        }
+        position.clearing = true;
+        self.switch_layout(table, EngineKind::Mdbx, |wtx| {
+            put_bytes(
+                wtx,
+                &rollback_key(table),
+                serde_json::to_vec(&position).expect("serializes"),
+            )?;
+            Ok(())
+        })?;
+        crash_point!("RollbackAfterSwitch");
+        self.clear_rocks_copy(table)?;
+        self.table_state(idx).phase = Phase::Done;
+        self.state.write(&self.dd)?;
+        Ok((target, mdbx_bytes(self)?))
+    }
+
+    fn clear_rocks_copy(&self, table: Tables) -> Result<(), MigrateError> {
+        self.progress
+            .begin(&format!("{table}: removing RocksDB's copy"), None);
+        self.rocks.clear_table(table)?;
+        self.progress.end();
+        crash_point!("RollbackAfterClear");
+        let wtx = self.mdbx.begin_rw()?;
+        wtx.delete(Tables::Metadata, rollback_key(table).as_bytes(), None)?;
+        wtx.commit()?;
+        Ok(())
+    }
+
+    /// Copies rows from RocksDB into MDBX in batches, each committed with its position.
+    fn copy_to_mdbx(
+        &self,
+        table: Tables,
+        position: &mut RollbackProgress,
+    ) -> Result<(), MigrateError> {
+        let total = self.rocks.table_size(table).estimated_rows;
+        self.progress
+            .begin(&format!("{table}: RocksDB -> MDBX"), Some(total));
+        self.progress.advance(position.digest.rows);
+        let batch = self.request.batch_rows.max(1);
+        loop {
+            let after = position
+                .after
+                .as_deref()
+                .map(hex::decode)
+                .transpose()
+                .map_err(|e| self.bad_state(format!("bad rollback position: {e}")))?;
+            let wtx = self.mdbx.begin_rw()?;
+            let (mut n, mut exhausted) = (0u64, true);
+            let mut last = None;
+            self.rocks.scan_table(table, after.as_deref(), |k, v| {
+                wtx.append(table, k, v)?;
+                position.digest.add(k, v);
+                n += 1;
+                if n >= batch {
+                    last = Some(RocksEngine::stored_key(table, k, v));
+                    exhausted = false;
+                    return Ok(false);
+                }
+                last = Some(RocksEngine::stored_key(table, k, v));
+                Ok(true)
+            })?;
+            if let Some(last) = last {
+                position.after = Some(hex::encode(last));
+            }
+            put_bytes(
+                &wtx,
+                &rollback_key(table),
+                serde_json::to_vec(&*position).expect("serializes"),
+            )?;
+            wtx.commit()?;
+            self.progress.advance(n);
+            crash_point!("RollbackAfterBatch");
+            if exhausted {
+                break;
+            }
+        }
+        self.progress.end();
+        Ok(())
+    }
+}
+
+/// Bytes a file occupies on disk. `mdbx.dat` is sparse beyond its last page (its apparent
+/// length follows the geometry), so blocks, not length, tell what compaction returned.
+fn allocated_bytes(path: &Path) -> Result<u64, MigrateError> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata(path).map_err(io(path))?.blocks() * 512)
+}
+
+/// Rewrites `mdbx.dat` without its free pages; returns its bytes on disk before and after. Takes the
+/// engine to close it: the file is replaced while no environment has it open.
+fn compact_mdbx(
+    mdbx: MdbxEngine,
+    dd: &Datadir,
+    progress: &dyn Progress,
+) -> Result<(u64, u64), MigrateError> {
+    let db_dir = dd.root.join("db");
+    let file = dd.mdbx_file();
+    let tmp = db_dir.join("mdbx.dat.compacting");
+    let before = allocated_bytes(&file)?;
+    let _ = std::fs::remove_file(&tmp);
+    // The copy's size is rounded up to the environment's growth step and preallocated; with
+    // reth's 4 GiB step a small datadir would grow. Copy from an environment opened with a
+    // small step; reth applies its own geometry again when it opens the datadir.
+    drop(mdbx);
+    let mdbx = MdbxEngine::open(
+        &dd.root,
+        MdbxOptions::read_write().with_geometry(Geometry {
+            max_size_bytes: Geometry::RETH.max_size_bytes,
+            growth_step_bytes: 1 << 20,
+        }),
+    )?;
+    progress.begin("MDBX: writing a compacted copy", None);
+    mdbx.copy_compacted(&tmp)?;
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io(&tmp))?;
+    progress.end();
+    crash_point!("CompactAfterCopy");
+    // ORDER: close the environment (releasing its lock), take the storage lock again at once so
+    // no node can open the datadir, then replace the file atomically.
+    drop(mdbx);
+    let lock = StorageLock::acquire(&db_dir)?;
+    std::fs::rename(&tmp, &file).map_err(io(&file))?;
+    sync_parent(&file)?;
+    crash_point!("CompactAfterRename");
+    drop(lock);
+    let after = allocated_bytes(&file)?;
+    Ok((before, after))
+}

@@ -1,0 +1,21 @@
+//! How long steps report progress; the CLI draws them as progress bars, tests ignore them.
+
+/// Receives the progress of long steps (copies, verifications, scans).
+pub trait Progress: Sync {
+    /// A step starts; `total` rows when known (estimates are fine).
+    fn begin(&self, step: &str, total: Option<u64>);
+    /// `rows` more rows done in the current step.
+    fn advance(&self, rows: u64);
+    /// The current step ended.
+    fn end(&self);
+}
+
+/// Reports nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn begin(&self, _step: &str, _total: Option<u64>) {}
+    fn advance(&self, _rows: u64) {}
+    fn end(&self) {}
+}

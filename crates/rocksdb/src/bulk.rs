@@ -1,0 +1,308 @@
+//! Bulk paths for datadir tools: a table's SST files built outside the database and ingested
+//! whole (no WAL, no memtable, no compaction churn), ordered scans, clearing a table, sizes, and
+//! a look at reth's own `<datadir>/rocksdb` (storage v2) without changing it.
+
+use crate::{
+    env::RocksEngine,
+    error::{RocksError, read_err},
+    options::cf_options,
+};
+use reth_hybrid_api::{Tables, raw::RawResult};
+use rocksdb::{
+    DB, Direction, IngestExternalFileOptions, IteratorMode, Options, ReadOptions, SstFileWriter,
+    WriteBatch, WriteOptions,
+};
+use std::path::{Path, PathBuf};
+
+/// Where [`RocksEngine::write_sst_file`]'s caller pushes rows, in table order.
+pub struct SstSink<'w, 'o> {
+    writer: &'w mut SstFileWriter<'o>,
+    table: Tables,
+    rows: u64,
+    row_key: Vec<u8>,
+}
+
+impl std::fmt::Debug for SstSink<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstSink")
+            .field("table", &self.table)
+            .field("rows", &self.rows)
+            .finish()
+    }
+}
+
+impl SstSink<'_, '_> {
+    /// Adds a row. Rows must come in the table's order (MDBX order: key, then duplicate).
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        let result = match self.table.dupsort_key_len() {
+            None => self.writer.put(key, value),
+            Some(len) => {
+                if key.len() != len {
+                    return Err(RocksError::WrongDupKeyLength {
+                        table: self.table,
+                        len: key.len(),
+                        expected: len,
+                    }
+                    .into());
+                }
+                self.row_key.clear();
+                self.row_key.extend_from_slice(key);
+                self.row_key.extend_from_slice(value);
+                self.writer.put(&self.row_key, [])
+            }
+        };
+        result.map_err(|e| read_err("SST write", self.table, e))?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Bytes written to the file so far.
+    pub fn file_bytes(&self) -> u64 {
+        self.writer.file_size()
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+}
+
+/// A finished SST file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SstFile {
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// A table's size in RocksDB (estimates: RocksDB counts keys only approximately).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableSize {
+    pub estimated_rows: u64,
+    pub sst_bytes: u64,
+    pub memtable_bytes: u64,
+}
+
+/// One column family of reth's own `<datadir>/rocksdb`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamColumnFamily {
+    pub name: String,
+    pub has_rows: bool,
+    pub estimated_rows: u64,
+}
+
+impl RocksEngine {
+    /// Writes one SST file for `table` at `path` from the rows `fill` pushes, with the table's
+    /// own options (compression, block size, filters), and syncs it. `Ok(None)` if `fill` pushed
+    /// no row (RocksDB cannot write an empty SST file; none is left behind).
+    pub fn write_sst_file(
+        &self,
+        table: Tables,
+        path: &Path,
+        fill: impl FnOnce(&mut SstSink<'_, '_>) -> RawResult<()>,
+    ) -> RawResult<Option<SstFile>> {
+        let options = cf_options(table, &self.inner.cache);
+        let mut writer = SstFileWriter::create(&options);
+        let io = |e| read_err("SST file", table, e);
+        writer.open(path).map_err(io)?;
+        let mut sink = SstSink {
+            writer: &mut writer,
+            table,
+            rows: 0,
+            row_key: Vec::new(),
+        };
+        fill(&mut sink)?;
+        let rows = sink.rows;
+        if rows == 0 {
+            drop(writer);
+            let _ = std::fs::remove_file(path);
+            return Ok(None);
+        }
+        writer.finish().map_err(io)?;
+        let bytes = writer.file_size();
+        drop(writer);
+        // SstFileWriter::finish syncs the file; sync its directory entry too.
+        if let Some(dir) = path.parent() {
+            sync_dir(dir).map_err(|source| RocksError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        Ok(Some(SstFile { rows, bytes }))
+    }
+
+    /// Ingests SST files built by [`Self::write_sst_file`] into `table`, atomically: after a crash
+    /// either all of them are in the table or none. The files are moved (hard-linked) in.
+    pub fn ingest_sst_files(&self, table: Tables, files: &[PathBuf]) -> RawResult<()> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        let mut opts = IngestExternalFileOptions::default();
+        opts.set_move_files(true);
+        self.inner
+            .db
+            .ingest_external_file_cf_opts(self.inner.cf(table), &opts, files.to_vec())
+            .map_err(|e| read_err("SST ingestion", table, e))
+    }
+
+    /// Calls `f` with every row of `table` in order (key, value as reth writes them), starting
+    /// after the stored row `after` (see [`Self::stored_key`]); stops early when `f` says false.
+    /// Reads one consistent snapshot.
+    pub fn scan_table(
+        &self,
+        table: Tables,
+        after: Option<&[u8]>,
+        mut f: impl FnMut(&[u8], &[u8]) -> RawResult<bool>,
+    ) -> RawResult<()> {
+        let db = &self.inner.db;
+        let snapshot = db.snapshot();
+        let mut read = ReadOptions::default();
+        read.set_snapshot(&snapshot);
+        read.fill_cache(false);
+        read.set_readahead_size(4 << 20);
+        let mut it = db.raw_iterator_cf_opt(self.inner.cf(table), read);
+        match after {
+            None => it.seek_to_first(),
+            Some(k) => {
+                it.seek(k);
+                if it.key() == Some(k) {
+                    it.next();
+                }
+            }
+        }
+        let dup_len = table.dupsort_key_len();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let more = match dup_len {
+                None => f(k, v)?,
+                Some(len) if k.len() >= len => f(&k[..len], &k[len..])?,
+                Some(len) => {
+                    return Err(RocksError::CorruptDupKey {
+                        table,
+                        len: k.len(),
+                        expected: len,
+                    }
+                    .into());
+                }
+            };
+            if !more {
+                return Ok(());
+            }
+            it.next();
+        }
+        it.status().map_err(|e| read_err("scan", table, e))
+    }
+
+    /// The RocksDB key a row is stored under (`key ++ value` in dupsort tables).
+    pub fn stored_key(table: Tables, key: &[u8], value: &[u8]) -> Vec<u8> {
+        match table.dupsort_key_len() {
+            None => key.to_vec(),
+            Some(_) => [key, value].concat(),
+        }
+    }
+
+    /// Whether `table` holds any row (control rows included).
+    pub fn table_has_rows(&self, table: Tables) -> RawResult<bool> {
+        let mut it = self.inner.db.raw_iterator_cf(self.inner.cf(table));
+        it.seek_to_first();
+        let valid = it.valid();
+        it.status().map_err(|e| read_err("scan", table, e))?;
+        Ok(valid)
+    }
+
+    /// Removes every row of `table` in one synced batch (a range deletion, not a row-by-row
+    /// delete), then compacts the table so its files are released.
+    pub fn clear_table(&self, table: Tables) -> RawResult<()> {
+        let db = &self.inner.db;
+        let cf = self.inner.cf(table);
+        let last = {
+            let mut it = db.raw_iterator_cf(cf);
+            it.seek_to_last();
+            it.status().map_err(|e| read_err("scan", table, e))?;
+            it.key().map(<[u8]>::to_vec)
+        };
+        let Some(last) = last else { return Ok(()) };
+        let mut batch = WriteBatch::default();
+        batch.delete_range_cf(cf, &[][..], &last[..]);
+        batch.delete_cf(cf, &last);
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        db.write_opt(batch, &wo).map_err(RocksError::Commit)?;
+        db.compact_range_cf::<&[u8], &[u8]>(cf, None, None);
+        Ok(())
+    }
+
+    /// `table`'s estimated rows and bytes (SST files plus memtables).
+    pub fn table_size(&self, table: Tables) -> TableSize {
+        let db = &self.inner.db;
+        let cf = self.inner.cf(table);
+        let prop = |name: &str| {
+            db.property_int_value_cf(cf, name)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        };
+        TableSize {
+            estimated_rows: prop("rocksdb.estimate-num-keys"),
+            sst_bytes: prop("rocksdb.total-sst-files-size"),
+            memtable_bytes: prop("rocksdb.cur-size-all-mem-tables"),
+        }
+    }
+
+    /// Flushes every table's memtable to SST files (so sizes on disk are complete).
+    pub fn flush(&self) -> RawResult<()> {
+        for table in Tables::ALL {
+            self.inner
+                .db
+                .flush_cf(self.inner.cf(table))
+                .map_err(|e| read_err("flush", table, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Looks into reth's own RocksDB (`<datadir>/rocksdb`, storage v2) read-only: which column
+/// families it has and whether they hold rows. `Ok(None)` when there is no such folder. The
+/// RocksDB info log goes to a temporary folder, so nothing in the datadir changes.
+pub fn inspect_upstream_rocksdb(
+    path: &Path,
+) -> Result<Option<Vec<UpstreamColumnFamily>>, RocksError> {
+    if !path.join("CURRENT").exists() {
+        return Ok(None);
+    }
+    let open_err = |source| RocksError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let log_dir = std::env::temp_dir().join(format!("reth-hybrid-inspect-{}", std::process::id()));
+    let mut opts = Options::default();
+    opts.set_db_log_dir(&log_dir);
+    let names = DB::list_cf(&opts, path).map_err(open_err)?;
+    let db = DB::open_cf_for_read_only(&opts, path, &names, false).map_err(open_err)?;
+    let mut out = Vec::new();
+    for name in names {
+        let Some(cf) = db.cf_handle(&name) else {
+            continue;
+        };
+        let has_rows = db
+            .iterator_cf(cf, IteratorMode::From(&[], Direction::Forward))
+            .next()
+            .transpose()
+            .map_err(open_err)?
+            .is_some();
+        let estimated_rows = db
+            .property_int_value_cf(cf, "rocksdb.estimate-num-keys")
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        out.push(UpstreamColumnFamily {
+            name,
+            has_rows,
+            estimated_rows,
+        });
+    }
+    drop(db);
+    let _ = std::fs::remove_dir_all(&log_dir);
+    Ok(Some(out))
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
