@@ -21,8 +21,10 @@ deps:
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++ >/dev/null; \
 	fi
 
+# Generate a small reth datadir, migrate it to the hybrid layout, verify, compare lookups,
+# roll back; prints a summary. DEMO_ARGS passes options (e.g. DEMO_ARGS="--scale 200").
 demo: deps
-	$(CARGO) run -q -p reth-hybrid-cli --bin reth-hybrid -- tables
+	$(CARGO) run -q -p reth-hybrid-cli --bin reth-hybrid -- demo $(DEMO_ARGS)
 
 test: deps check-api-deps
 	$(CARGO) test --workspace --all-targets

@@ -16,10 +16,33 @@ pub enum LayoutCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Route an empty table to another engine (a table with rows must be moved with `migrate`).
+    Set {
+        #[arg(long)]
+        datadir: PathBuf,
+        #[arg(long, value_parser = crate::migrate_cmd::parse_table)]
+        table: Tables,
+        #[arg(long)]
+        engine: EngineKind,
+    },
 }
 
 pub fn run(cmd: &LayoutCommand, out: &mut impl Write) -> eyre::Result<()> {
-    let LayoutCommand::Get { datadir, json } = cmd;
+    let (datadir, json) = match cmd {
+        LayoutCommand::Get { datadir, json } => (datadir, json),
+        LayoutCommand::Set {
+            datadir,
+            table,
+            engine,
+        } => {
+            reth_hybrid_migrate::layout_set::set_table_engine(datadir, *table, *engine)
+                .wrap_err_with(|| {
+                    format!("setting the engine of {table} in {}", datadir.display())
+                })?;
+            writeln!(out, "{table} is now routed to {engine}")?;
+            return Ok(());
+        }
+    };
     let engine = MdbxEngine::open_read_only(datadir)
         .wrap_err_with(|| format!("opening {} read-only", datadir.display()))?;
     let tx = engine.begin_ro()?;

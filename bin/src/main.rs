@@ -2,9 +2,14 @@
 
 use clap::{Parser, Subcommand};
 
+mod demo_cmd;
 mod generate_cmd;
 mod layout_cmd;
+mod migrate_cmd;
+mod progress;
+mod stats_cmd;
 mod tables_cmd;
+mod verify_cmd;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -28,9 +33,18 @@ enum Command {
     Tables(tables_cmd::TablesArgs),
     /// Write a synthetic reth v1-layout datadir (deterministic per seed) into a new folder.
     Generate(generate_cmd::GenerateArgs),
-    /// Show which engine holds each table of a datadir.
+    /// Show which engine holds each table of a datadir, or route an empty table.
     #[command(subcommand)]
     Layout(layout_cmd::LayoutCommand),
+    /// Move tables between MDBX and RocksDB: verified, resumable, reversible.
+    Migrate(migrate_cmd::MigrateArgs),
+    /// Per table: engine, entries and bytes on disk; totals per engine.
+    Stats(stats_cmd::StatsArgs),
+    /// Check a datadir: layout, placement, recovery state, every row decoded and checksummed.
+    /// Exit code 0: passed; 1: a check failed.
+    Verify(verify_cmd::VerifyArgs),
+    /// Generate a small datadir, migrate it, verify, compare lookups, roll back.
+    Demo(demo_cmd::DemoArgs),
 }
 
 fn main() -> eyre::Result<()> {
@@ -51,5 +65,14 @@ fn main() -> eyre::Result<()> {
         Command::Tables(args) => tables_cmd::run(&args, &mut std::io::stdout().lock()),
         Command::Generate(args) => generate_cmd::run(&args, &mut std::io::stdout().lock()),
         Command::Layout(cmd) => layout_cmd::run(&cmd, &mut std::io::stdout().lock()),
+        Command::Migrate(args) => migrate_cmd::run(&args, &mut std::io::stdout().lock()),
+        Command::Stats(args) => stats_cmd::run(&args, &mut std::io::stdout().lock()),
+        Command::Verify(args) => {
+            if !verify_cmd::run(&args, &mut std::io::stdout().lock())? {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Demo(args) => demo_cmd::run(&args, &mut std::io::stdout().lock()),
     }
 }

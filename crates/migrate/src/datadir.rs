@@ -55,8 +55,10 @@ impl Datadir {
     pub fn intent_log(&self) -> PathBuf {
         self.root.join(INTENT_LOG_FILE)
     }
+    /// Whether reth-hybrid's RocksDB exists (complete: one interrupted while being created holds
+    /// no rows and is completed by the next read-write open).
     pub fn has_rocksdb(&self) -> bool {
-        self.rocksdb().join("CURRENT").exists()
+        reth_hybrid_rocksdb::is_initialized(&self.rocksdb())
     }
     /// Whether the intent log holds a commit for recovery to settle.
     pub fn intent_pending(&self) -> bool {

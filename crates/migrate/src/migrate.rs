@@ -604,6 +604,12 @@ fn compact_mdbx(
         .map_err(io(&tmp))?;
     progress.end();
     crash_point!("CompactAfterCopy");
+    let compacted = allocated_bytes(&tmp)?;
+    if compacted >= before {
+        // Nothing to return (a small or already dense file): keep the original.
+        std::fs::remove_file(&tmp).map_err(io(&tmp))?;
+        return Ok((before, before));
+    }
     // ORDER: close the environment (releasing its lock), take the storage lock again at once so
     // no node can open the datadir, then replace the file atomically.
     drop(mdbx);

@@ -75,6 +75,7 @@ fn run_child(
         "--exact",
         "migration_child",
         "--test-threads=1",
+        "--nocapture",
     ])
     .env(CHILD_DIR, dir)
     .env(CHILD_TO, to.as_str())
@@ -95,7 +96,9 @@ fn run_child(
     }
     assert!(
         out.status.success(),
-        "child failed (crash_at {crash_at:?}): {}",
+        "child failed ({}, crash_at {crash_at:?}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     Outcome::Finished

@@ -239,10 +239,17 @@ impl RocksEngine {
                 .flatten()
                 .unwrap_or(0)
         };
+        // An empty memtable still reports its arena (~2 KiB); count memtables holding entries.
+        let memtable_entries = prop("rocksdb.num-entries-active-mem-table")
+            + prop("rocksdb.num-entries-imm-mem-tables");
         TableSize {
             estimated_rows: prop("rocksdb.estimate-num-keys"),
             sst_bytes: prop("rocksdb.total-sst-files-size"),
-            memtable_bytes: prop("rocksdb.cur-size-all-mem-tables"),
+            memtable_bytes: if memtable_entries > 0 {
+                prop("rocksdb.cur-size-all-mem-tables")
+            } else {
+                0
+            },
         }
     }
 
@@ -301,6 +308,18 @@ pub fn inspect_upstream_rocksdb(
     drop(db);
     let _ = std::fs::remove_dir_all(&log_dir);
     Ok(Some(out))
+}
+
+/// Whether the RocksDB at `path` exists with a column family for every table. A process killed
+/// while creating it (the first open creates the families one by one) leaves some missing; no
+/// row can have been written then, since writes need a complete open.
+pub fn is_initialized(path: &Path) -> bool {
+    path.join("CURRENT").exists()
+        && DB::list_cf(&Options::default(), path).is_ok_and(|names| {
+            Tables::ALL
+                .iter()
+                .all(|t| names.iter().any(|n| n == t.name()))
+        })
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {

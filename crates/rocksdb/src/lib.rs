@@ -11,7 +11,9 @@ mod options;
 mod tx;
 mod view;
 
-pub use bulk::{SstFile, SstSink, TableSize, UpstreamColumnFamily, inspect_upstream_rocksdb};
+pub use bulk::{
+    SstFile, SstSink, TableSize, UpstreamColumnFamily, inspect_upstream_rocksdb, is_initialized,
+};
 pub use env::{HYBRID_ROCKSDB_DIR, RocksEngine};
 pub use error::RocksError;
 pub use options::RocksOptions;

@@ -35,9 +35,7 @@ pub fn all_rows(datadir: &Path) -> Rows {
     let mdbx = MdbxEngine::open_read_only(datadir).expect("mdbx");
     let tx = mdbx.begin_ro().expect("ro");
     let rocks_path = datadir.join(HYBRID_ROCKSDB_DIR);
-    let rocks = rocks_path
-        .join("CURRENT")
-        .exists()
+    let rocks = reth_hybrid_rocksdb::is_initialized(&rocks_path)
         .then(|| RocksEngine::open_read_only(&rocks_path).expect("rocksdb"));
     let mut out = Rows::new();
     for table in Tables::ALL {
@@ -76,7 +74,7 @@ pub fn counts(datadir: &Path, table: Tables) -> (usize, usize) {
         .expect("stat")
         .entries as usize;
     let rocks_path = datadir.join(HYBRID_ROCKSDB_DIR);
-    let r = if rocks_path.join("CURRENT").exists() {
+    let r = if reth_hybrid_rocksdb::is_initialized(&rocks_path) {
         let r = RocksEngine::open_read_only(&rocks_path).expect("rocksdb");
         let mut n = 0;
         r.scan_table(table, None, |_, _| {
