@@ -66,10 +66,7 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> eyre::Result<()> {
         )?;
         generate(
             &TypedDatabase::new(engine),
-            &GenerateSpec {
-                scale: args.scale,
-                seed: args.seed,
-            },
+            &GenerateSpec::new(args.scale, args.seed),
         )?
     };
     writeln!(

@@ -17,6 +17,9 @@ pub struct GenerateArgs {
     /// Same seed, same datadir.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Transactions per block (raise it for a tx-hash-heavy benchmark datadir).
+    #[arg(long, default_value_t = 8)]
+    txs_per_block: u64,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -39,8 +42,8 @@ pub fn run(args: &GenerateArgs, out: &mut impl Write) -> eyre::Result<()> {
     let report = generate(
         &TypedDatabase::new(engine),
         &GenerateSpec {
-            scale: args.scale,
-            seed: args.seed,
+            txs_per_block: args.txs_per_block.max(1),
+            ..GenerateSpec::new(args.scale, args.seed)
         },
     )
     .wrap_err("writing the synthetic datadir")?;

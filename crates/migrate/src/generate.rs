@@ -24,6 +24,18 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct GenerateSpec {
     pub scale: u64,
     pub seed: u64,
+    /// Transactions per block (8 by default; benchmarks raise it for a tx-hash-heavy datadir).
+    pub txs_per_block: u64,
+}
+
+impl GenerateSpec {
+    pub fn new(scale: u64, seed: u64) -> Self {
+        Self {
+            scale,
+            seed,
+            txs_per_block: TXS_PER_BLOCK,
+        }
+    }
 }
 
 /// What was generated.
@@ -153,7 +165,7 @@ pub fn generate<DB: Database>(
             let mut account_before: BTreeMap<Address, Account> = BTreeMap::new();
             let mut slot_before: BTreeMap<(Address, B256), U256> = BTreeMap::new();
             let first_tx_num = tx_num;
-            for _ in 0..TXS_PER_BLOCK {
+            for _ in 0..spec.txs_per_block {
                 let sender =
                     addresses[(n_contracts + 1 + rng.below(n_accounts - n_contracts - 1)) as usize];
                 let to = addresses[rng.below(n_accounts) as usize];
@@ -185,7 +197,7 @@ pub fn generate<DB: Database>(
                 b,
                 StoredBlockBodyIndices {
                     first_tx_num,
-                    tx_count: TXS_PER_BLOCK,
+                    tx_count: spec.txs_per_block,
                 },
             )?;
             tx.append::<tables::TransactionBlocks>(tx_num - 1, b)?;

@@ -28,7 +28,7 @@ fn generated(
     .expect("mdbx");
     let report = generate(
         &TypedDatabase::new(engine.clone()),
-        &GenerateSpec { scale, seed },
+        &GenerateSpec::new(scale, seed),
     )
     .expect("generate");
     (dir, engine, report)

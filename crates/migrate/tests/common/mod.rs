@@ -26,7 +26,7 @@ pub fn generated(scale: u64, seed: u64) -> tempfile::TempDir {
         MdbxOptions::create().with_geometry(Geometry::SMALL),
     )
     .expect("mdbx");
-    generate(&TypedDatabase::new(engine), &GenerateSpec { scale, seed }).expect("generate");
+    generate(&TypedDatabase::new(engine), &GenerateSpec::new(scale, seed)).expect("generate");
     dir
 }
 
