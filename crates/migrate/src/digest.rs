@@ -16,12 +16,21 @@ pub struct TableDigest {
 impl TableDigest {
     /// Adds one row. The key length is hashed too, so `(ab, c)` and `(a, bc)` differ.
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.add_hash(Self::row_hash(key, value));
+    }
+
+    /// The hash [`Self::add`] sums (so a reader thread can hash while another writes).
+    pub fn row_hash(key: &[u8], value: &[u8]) -> u128 {
         let mut h = Xxh3::new();
         h.update(&(key.len() as u32).to_le_bytes());
         h.update(key);
         h.update(value);
+        h.digest128()
+    }
+
+    pub fn add_hash(&mut self, hash: u128) {
         self.rows += 1;
-        self.sum = self.sum.wrapping_add(h.digest128());
+        self.sum = self.sum.wrapping_add(hash);
     }
 
     pub fn merge(&mut self, other: &Self) {

@@ -21,7 +21,7 @@ use crate::{
 };
 use reth_hybrid_api::{
     EngineKind, Tables,
-    raw::{RawCursor, RawEngine, RawTx, RawTxMut},
+    raw::{RawCursor, RawEngine, RawResult, RawTx, RawTxMut},
 };
 use reth_hybrid_hybrid::{
     HybridDb, HybridOptions, Layout,
@@ -249,13 +249,14 @@ impl Run<'_> {
             self.finish_table(idx)?;
             return Ok((digest, sst_bytes(&self.state.tables[idx])));
         }
+        let mut single_pass = false;
         if self.state.tables[idx].phase == Phase::Copying {
             if self.rocks.table_has_rows(table)? {
                 return Err(self.bad_state(format!(
                     "{table} has rows in RocksDB before its SST files were ingested"
                 )));
             }
-            self.copy_to_sst(idx)?;
+            single_pass = self.copy_to_sst(idx)?;
             self.table_state(idx).phase = Phase::Written;
             self.state.write(&self.dd)?;
         }
@@ -288,7 +289,21 @@ impl Run<'_> {
                     d.merge(&c.digest);
                     d
                 });
-        let source = self.mdbx_digest(table)?;
+        // The source side: the copy's own checksum when the whole table was read in this run's
+        // one transaction (we hold the storage lock, so nothing changed since); after an
+        // interruption the source may have been opened in between, so it is read again.
+        let source = if single_pass {
+            let entries = self.mdbx.begin_ro()?.table_stat(table)?.entries;
+            if entries != copied.rows {
+                return Err(self.bad_state(format!(
+                    "{table} has {entries} rows in MDBX but {} were copied",
+                    copied.rows
+                )));
+            }
+            copied
+        } else {
+            self.mdbx_digest(table)?
+        };
         let target = self.rocks_digest(table)?;
         if source != target || copied != source {
             self.rocks.clear_table(table)?;
@@ -331,7 +346,8 @@ impl Run<'_> {
     }
 
     /// Streams the table from MDBX into SST files, resuming after the last recorded file.
-    fn copy_to_sst(&mut self, idx: usize) -> Result<(), MigrateError> {
+    /// Returns whether the whole table was copied in this one pass (one read transaction).
+    fn copy_to_sst(&mut self, idx: usize) -> Result<bool, MigrateError> {
         let table = self.state.tables[idx].table;
         let dir = self.dd.staging().join(table.name());
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
@@ -360,7 +376,7 @@ impl Run<'_> {
             .begin(&format!("{table}: MDBX -> SST files"), Some(total));
         self.progress.advance(done_rows);
         let mut cursor = tx.cursor(table)?;
-        let mut next = match self.state.tables[idx].chunks.last() {
+        let next = match self.state.tables[idx].chunks.last() {
             None => cursor.first()?,
             Some(chunk) => {
                 let last = hex::decode(&chunk.last_stored_key)
@@ -380,41 +396,53 @@ impl Run<'_> {
             }
         };
         let target = self.request.sst_file_bytes.max(1);
-        while next.is_some() {
-            let file = format!("{:06}.sst", self.state.tables[idx].chunks.len());
-            let path = dir.join(&file);
-            let mut digest = TableDigest::default();
-            let mut last_key = Vec::new();
-            let progress = self.progress;
-            let written = self.rocks.write_sst_file(table, &path, |sink| {
-                while let Some((k, v)) = next.take() {
-                    sink.put(&k, &v)?;
-                    digest.add(&k, &v);
-                    if digest.rows % 8192 == 0 {
-                        progress.advance(8192);
+        let single_pass = self.state.tables[idx].chunks.is_empty();
+        // A reader thread walks MDBX and hashes rows while this thread writes SST files.
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<RawResult<Vec<HashedRow>>>(8);
+        std::thread::scope(|scope| -> Result<(), MigrateError> {
+            scope.spawn(move || read_rows(cursor, next, sender));
+            let mut feed = RowFeed {
+                pending: Vec::new().into_iter(),
+                receiver,
+            };
+            let mut carry = feed.next()?;
+            while carry.is_some() {
+                let file = format!("{:06}.sst", self.state.tables[idx].chunks.len());
+                let path = dir.join(&file);
+                let mut digest = TableDigest::default();
+                let mut last_key = Vec::new();
+                let progress = self.progress;
+                let written = self.rocks.write_sst_file(table, &path, |sink| {
+                    while let Some((k, v, hash)) = carry.take() {
+                        sink.put(&k, &v)?;
+                        digest.add_hash(hash);
+                        if digest.rows % 8192 == 0 {
+                            progress.advance(8192);
+                        }
+                        carry = feed.next()?;
+                        if carry.is_none() || sink.file_bytes() >= target {
+                            last_key = RocksEngine::stored_key(table, &k, &v);
+                            break;
+                        }
                     }
-                    next = cursor.next()?;
-                    if next.is_none() || sink.file_bytes() >= target {
-                        last_key = RocksEngine::stored_key(table, &k, &v);
-                        break;
-                    }
-                }
-                Ok(())
-            })?;
-            progress.advance(digest.rows % 8192);
-            crash_point!("CopyAfterSstFile");
-            let Some(sst) = written else { break };
-            self.table_state(idx).chunks.push(SstChunk {
-                file,
-                bytes: sst.bytes,
-                digest,
-                last_stored_key: hex::encode(&last_key),
-            });
-            self.state.write(&self.dd)?;
-            crash_point!("CopyAfterCheckpoint");
-        }
+                    Ok(())
+                })?;
+                progress.advance(digest.rows % 8192);
+                crash_point!("CopyAfterSstFile");
+                let Some(sst) = written else { break };
+                self.table_state(idx).chunks.push(SstChunk {
+                    file,
+                    bytes: sst.bytes,
+                    digest,
+                    last_stored_key: hex::encode(&last_key),
+                });
+                self.state.write(&self.dd)?;
+                crash_point!("CopyAfterCheckpoint");
+            }
+            Ok(())
+        })?;
         self.progress.end();
-        Ok(())
+        Ok(single_pass)
     }
 
     // ---- RocksDB -> MDBX ----
@@ -620,4 +648,57 @@ fn compact_mdbx(
     drop(lock);
     let after = allocated_bytes(&file)?;
     Ok((before, after))
+}
+
+type HashedRow = (Vec<u8>, Vec<u8>, u128);
+const READ_BATCH_ROWS: usize = 4096;
+
+/// The reader thread of a copy: rows from `next` on, hashed, in batches. Stops at the end, on
+/// an error (sent on), or when the writer hung up.
+fn read_rows(
+    mut cursor: reth_hybrid_mdbx::MdbxCursor,
+    mut next: Option<(Vec<u8>, Vec<u8>)>,
+    sender: std::sync::mpsc::SyncSender<RawResult<Vec<HashedRow>>>,
+) {
+    while next.is_some() {
+        let mut batch = Vec::with_capacity(READ_BATCH_ROWS);
+        while let Some((k, v)) = next.take() {
+            let hash = TableDigest::row_hash(&k, &v);
+            batch.push((k, v, hash));
+            match cursor.next() {
+                Ok(row) => next = row,
+                Err(e) => {
+                    let _ = sender.send(Err(e));
+                    return;
+                }
+            }
+            if batch.len() == READ_BATCH_ROWS {
+                break;
+            }
+        }
+        if sender.send(Ok(batch)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The writer's side of the reader thread's batches, one row at a time.
+struct RowFeed {
+    pending: std::vec::IntoIter<HashedRow>,
+    receiver: std::sync::mpsc::Receiver<RawResult<Vec<HashedRow>>>,
+}
+
+impl RowFeed {
+    fn next(&mut self) -> RawResult<Option<HashedRow>> {
+        loop {
+            if let Some(row) = self.pending.next() {
+                return Ok(Some(row));
+            }
+            match self.receiver.recv() {
+                Ok(batch) => self.pending = batch?.into_iter(),
+                // The reader finished and hung up.
+                Err(_) => return Ok(None),
+            }
+        }
+    }
 }
