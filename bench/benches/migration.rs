@@ -20,7 +20,7 @@ use reth_hybrid_api::{
     typed::{Database, TypedDatabase},
 };
 use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
-use reth_hybrid_migrate::{GenerateSpec, MigrateRequest, NoProgress, generate, migrate};
+use reth_hybrid_migrate::{GenerateSpec, MigrateRequest, generate, migrate};
 use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
 use std::{
     io::Write,
@@ -134,7 +134,10 @@ fn row_by_row(template: &Path, out: &Path) -> f64 {
                     batch.put_cf(cf, k, v);
                 }
                 if batch.size_in_bytes() >= 512 << 20 {
-                    self.rocks.db().write_opt(std::mem::take(&mut batch), &wo).expect("write");
+                    self.rocks
+                        .db()
+                        .write_opt(std::mem::take(&mut batch), &wo)
+                        .expect("write");
                 }
             }
             self.rocks.db().write_opt(batch, &wo).expect("write");
@@ -146,10 +149,30 @@ fn row_by_row(template: &Path, out: &Path) -> f64 {
     let t = Instant::now();
     let tx = db.tx().expect("tx");
     for table in TABLES {
-        table.view(&CopyTable { tx: &tx, rocks: &rocks }).expect("copy");
+        table
+            .view(&CopyTable {
+                tx: &tx,
+                rocks: &rocks,
+            })
+            .expect("copy");
     }
     rocks.flush().expect("flush");
     t.elapsed().as_secs_f64()
+}
+
+/// Prints how long each step of the migration took.
+struct StepTimes(std::sync::Mutex<Option<(String, Instant)>>);
+
+impl reth_hybrid_migrate::Progress for StepTimes {
+    fn begin(&self, step: &str, _total: Option<u64>) {
+        *self.0.lock().expect("lock") = Some((step.to_string(), Instant::now()));
+    }
+    fn advance(&self, _rows: u64) {}
+    fn end(&self) {
+        if let Some((step, t)) = self.0.lock().expect("lock").take() {
+            eprintln!("  {step}: {:.2} s", t.elapsed().as_secs_f64());
+        }
+    }
 }
 
 fn main() {
@@ -185,9 +208,14 @@ fn main() {
         source_bytes as f64 / 1e6
     );
 
+    let only_ours = std::env::var_os("RETH_HYBRID_BENCH_ONLY_OURS").is_some();
     let raw = raw_copy(&template, &scratch.path().join("raw.bin"));
     eprintln!("raw copy: {raw:.2} s");
-    let slow = row_by_row(&template, &scratch.path().join("row-by-row"));
+    let slow = if only_ours {
+        f64::NAN
+    } else {
+        row_by_row(&template, &scratch.path().join("row-by-row"))
+    };
     eprintln!("row by row: {slow:.2} s");
 
     let ours_dir = scratch.path().join("ours");
@@ -203,7 +231,7 @@ fn main() {
     let report = migrate(
         &ours_dir,
         &MigrateRequest::new(EngineKind::RocksDb),
-        &NoProgress,
+        &StepTimes(Default::default()),
     )
     .expect("migrate");
     let ours = t.elapsed().as_secs_f64();
@@ -218,7 +246,10 @@ fn main() {
     println!("|---|---|---|---|");
     for (name, s) in [
         ("reth-hybrid migrate (SST + ingest + verify)", ours),
-        ("row by row (typed walk + WriteBatch, upstream method)", slow),
+        (
+            "row by row (typed walk + WriteBatch, upstream method)",
+            slow,
+        ),
         ("raw sequential copy (floor)", raw),
     ] {
         println!(

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+pub mod reth_bench;
+
 /// A deterministic stream of pseudo-random bytes (splitmix64), so every engine sees the same keys.
 #[derive(Debug, Clone)]
 pub struct KeyGen(u64);

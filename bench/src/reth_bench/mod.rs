@@ -1,0 +1,6 @@
+//! The reth-bench wrapper: read and compare `reth-bench new-payload-fcu` output folders (both
+//! the 1.x and 2.x formats), check that a pair of datadirs makes a valid comparison, and run
+//! interleaved baseline/candidate pairs.
+
+pub mod files;
+pub mod stats;
