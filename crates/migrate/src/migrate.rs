@@ -221,6 +221,68 @@ impl Run<'_> {
         Ok(digest)
     }
 
+    /// The RocksDB side's digest, scanned by one thread per group of SST-file key ranges (the
+    /// files' last keys split the table into disjoint ranges; digests add up in any order).
+    fn rocks_digest_parallel(
+        &self,
+        table: Tables,
+        boundaries: &[Vec<u8>],
+    ) -> Result<TableDigest, MigrateError> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        if threads < 2 || boundaries.len() < 2 {
+            return self.rocks_digest(table);
+        }
+        // Range i covers (end of range i-1, its last boundary]; the last range is unbounded
+        // above, which also counts any row past the last file (there should be none).
+        let per = boundaries.len().div_ceil(threads);
+        let ends: Vec<Option<&[u8]>> = boundaries
+            .chunks(per)
+            .enumerate()
+            .map(|(i, group)| {
+                let last = i == boundaries.len().div_ceil(per) - 1;
+                (!last).then(|| group.last().expect("non-empty").as_slice())
+            })
+            .collect();
+        let total = self.rocks.table_size(table).estimated_rows;
+        self.progress.begin(
+            &format!("{table}: checksum in RocksDB ({} threads)", ends.len()),
+            Some(total),
+        );
+        let results: Vec<RawResult<TableDigest>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ends
+                .iter()
+                .enumerate()
+                .map(|(i, end)| {
+                    let after = if i == 0 { None } else { ends[i - 1] };
+                    let (rocks, progress) = (&self.rocks, self.progress);
+                    scope.spawn(move || {
+                        let mut digest = TableDigest::default();
+                        rocks.scan_range(table, after, *end, |k, v| {
+                            digest.add(k, v);
+                            if digest.rows % 8192 == 0 {
+                                progress.advance(8192);
+                            }
+                            Ok(true)
+                        })?;
+                        Ok(digest)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("checksum thread panicked"))
+                .collect()
+        });
+        self.progress.end();
+        let mut digest = TableDigest::default();
+        for r in results {
+            digest.merge(&r?);
+        }
+        Ok(digest)
+    }
+
     // ---- MDBX -> RocksDB ----
 
     fn to_rocksdb(&mut self, idx: usize) -> Result<(TableDigest, u64), MigrateError> {
@@ -304,7 +366,12 @@ impl Run<'_> {
         } else {
             self.mdbx_digest(table)?
         };
-        let target = self.rocks_digest(table)?;
+        let boundaries: Vec<Vec<u8>> = self.state.tables[idx]
+            .chunks
+            .iter()
+            .filter_map(|c| hex::decode(&c.last_stored_key).ok())
+            .collect();
+        let target = self.rocks_digest_parallel(table, &boundaries)?;
         if source != target || copied != source {
             self.rocks.clear_table(table)?;
             let st = self.table_state(idx);

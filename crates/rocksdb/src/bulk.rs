@@ -150,6 +150,18 @@ impl RocksEngine {
         &self,
         table: Tables,
         after: Option<&[u8]>,
+        f: impl FnMut(&[u8], &[u8]) -> RawResult<bool>,
+    ) -> RawResult<()> {
+        self.scan_range(table, after, None, f)
+    }
+
+    /// [`Self::scan_table`] over the stored keys in `(after, up_to]` (`None`: unbounded), so
+    /// disjoint ranges can be scanned by several threads.
+    pub fn scan_range(
+        &self,
+        table: Tables,
+        after: Option<&[u8]>,
+        up_to: Option<&[u8]>,
         mut f: impl FnMut(&[u8], &[u8]) -> RawResult<bool>,
     ) -> RawResult<()> {
         let db = &self.inner.db;
@@ -158,6 +170,10 @@ impl RocksEngine {
         read.set_snapshot(&snapshot);
         read.fill_cache(false);
         read.set_readahead_size(4 << 20);
+        if let Some(k) = up_to {
+            // The smallest key after `k` is `k ++ 0x00`: an exclusive bound that includes `k`.
+            read.set_iterate_upper_bound([k, &[0u8][..]].concat());
+        }
         let mut it = db.raw_iterator_cf_opt(self.inner.cf(table), read);
         match after {
             None => it.seek_to_first(),

@@ -1,0 +1,210 @@
+//! Charts of a comparison (plotters): per-block total latency of both sides, and the
+//! distribution of per-block Ggas/s. SVG always; PNG too. Text needs a TrueType font: DejaVu
+//! Sans from the usual system paths (`make deps` installs fonts-dejavu-core), or the file named
+//! by `RETH_HYBRID_CHART_FONT`.
+
+use crate::reth_bench::stats::Comparison;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+const FONT_PATHS: [&str; 4] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error(
+        "no TrueType font for chart text: install fonts-dejavu-core (or set RETH_HYBRID_CHART_FONT to a .ttf file)"
+    )]
+    NoFont,
+    #[error("drawing {file}: {problem}")]
+    Draw { file: PathBuf, problem: String },
+}
+
+fn register_font() -> Result<(), ChartError> {
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = REGISTERED.get_or_init(|| {
+        let candidates = std::env::var("RETH_HYBRID_CHART_FONT")
+            .ok()
+            .into_iter()
+            .chain(FONT_PATHS.iter().map(|p| p.to_string()));
+        for path in candidates {
+            if let Ok(bytes) = std::fs::read(&path) {
+                let leaked: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, leaked).is_ok() {
+                    return true;
+                }
+            }
+        }
+        false
+    });
+    if *ok { Ok(()) } else { Err(ChartError::NoFont) }
+}
+
+fn draw_err(file: &Path) -> impl Fn(String) -> ChartError + '_ {
+    move |problem| ChartError::Draw {
+        file: file.to_path_buf(),
+        problem,
+    }
+}
+
+/// Writes `latency.svg|png` and `ggas_distribution.svg|png` into `dir`; returns the files.
+pub fn write_charts(c: &Comparison, dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
+    register_font()?;
+    let mut written = Vec::new();
+    for ext in ["svg", "png"] {
+        let latency = dir.join(format!("latency.{ext}"));
+        let dist = dir.join(format!("ggas_distribution.{ext}"));
+        if ext == "svg" {
+            latency_chart(
+                c,
+                SVGBackend::new(&latency, (1200, 500)).into_drawing_area(),
+            )
+            .map_err(draw_err(&latency))?;
+            ggas_chart(c, SVGBackend::new(&dist, (900, 500)).into_drawing_area())
+                .map_err(draw_err(&dist))?;
+        } else {
+            latency_chart(
+                c,
+                BitMapBackend::new(&latency, (1200, 500)).into_drawing_area(),
+            )
+            .map_err(draw_err(&latency))?;
+            ggas_chart(c, BitMapBackend::new(&dist, (900, 500)).into_drawing_area())
+                .map_err(draw_err(&dist))?;
+        }
+        written.push(latency);
+        written.push(dist);
+    }
+    Ok(written)
+}
+
+const BASE: RGBColor = RGBColor(31, 119, 180);
+const CAND: RGBColor = RGBColor(255, 127, 14);
+
+fn latency_chart<DB: DrawingBackend>(
+    c: &Comparison,
+    area: DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    area.fill(&WHITE).map_err(e)?;
+    let blocks = &c.per_block;
+    let x0 = blocks.first().map_or(0, |b| b.block_number);
+    let x1 = blocks.last().map_or(1, |b| b.block_number).max(x0 + 1);
+    let y1 = blocks
+        .iter()
+        .map(|b| b.baseline_total_us.max(b.candidate_total_us) / 1000.0)
+        .fold(0.0, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(&area)
+        .caption(
+            "total latency per block (newPayload + FCU)",
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, 0.0..y1.max(0.001))
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("block")
+        .y_desc("ms")
+        .draw()
+        .map_err(e)?;
+    for (name, color, pick) in [(&c.baseline.name, BASE, 0), (&c.candidate.name, CAND, 1)] {
+        chart
+            .draw_series(LineSeries::new(
+                blocks.iter().map(|b| {
+                    let us = if pick == 0 {
+                        b.baseline_total_us
+                    } else {
+                        b.candidate_total_us
+                    };
+                    (b.block_number, us / 1000.0)
+                }),
+                color.stroke_width(1),
+            ))
+            .map_err(e)?
+            .label(name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(e)?;
+    area.present().map_err(e)
+}
+
+fn ggas_chart<DB: DrawingBackend>(
+    c: &Comparison,
+    area: DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    area.fill(&WHITE).map_err(e)?;
+    let per = |us: f64, gas: u64| gas as f64 / (us.max(1.0) / 1e6) / 1e9;
+    let base: Vec<f64> = c
+        .per_block
+        .iter()
+        .map(|b| per(b.baseline_total_us, b.gas_used))
+        .collect();
+    let cand: Vec<f64> = c
+        .per_block
+        .iter()
+        .map(|b| per(b.candidate_total_us, b.gas_used))
+        .collect();
+    let max = base
+        .iter()
+        .chain(&cand)
+        .fold(0.0, |a: f64, b| a.max(*b))
+        .max(1e-6);
+    const BINS: usize = 40;
+    let bin = |v: f64| ((v / max * BINS as f64) as usize).min(BINS - 1);
+    let count = |vals: &[f64]| {
+        let mut h = [0u32; BINS];
+        vals.iter().for_each(|v| h[bin(*v)] += 1);
+        h
+    };
+    let (hb, hc) = (count(&base), count(&cand));
+    let ymax = hb.iter().chain(&hc).copied().max().unwrap_or(1) + 1;
+    let mut chart = ChartBuilder::on(&area)
+        .caption("per-block Ggas/s distribution", ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..max, 0u32..ymax)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("Ggas/s")
+        .y_desc("blocks")
+        .draw()
+        .map_err(e)?;
+    let width = max / BINS as f64;
+    for (name, color, h, offset) in [
+        (&c.baseline.name, BASE, hb, 0.0),
+        (&c.candidate.name, CAND, hc, 0.5),
+    ] {
+        chart
+            .draw_series(h.iter().enumerate().map(|(i, n)| {
+                let x = i as f64 * width + offset * width;
+                Rectangle::new([(x, 0), (x + width * 0.5, *n)], color.mix(0.8).filled())
+            }))
+            .map_err(e)?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(e)?;
+    area.present().map_err(e)
+}
