@@ -16,6 +16,12 @@ deps:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libclang-dev clang >/dev/null; \
 	fi
+	@if [ ! -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] && [ -z "$$RETH_HYBRID_CHART_FONT" ]; then \
+		echo "chart font missing: installing fonts-dejavu-core with apt (bench compare charts)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fonts-dejavu-core >/dev/null || \
+		echo "could not install fonts-dejavu-core: bench compare will skip its charts" >&2; \
+	fi
 	@if ! command -v c++ >/dev/null; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++ >/dev/null; \

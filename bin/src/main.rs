@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench_cmd;
 mod demo_cmd;
 mod generate_cmd;
 mod layout_cmd;
@@ -45,6 +46,9 @@ enum Command {
     Verify(verify_cmd::VerifyArgs),
     /// Generate a small datadir, migrate it, verify, compare lookups, roll back.
     Demo(demo_cmd::DemoArgs),
+    /// reth-bench wrapper: preflight, interleaved runs, comparison with confidence intervals.
+    #[command(subcommand)]
+    Bench(bench_cmd::BenchCommand),
 }
 
 fn main() -> eyre::Result<()> {
@@ -74,5 +78,6 @@ fn main() -> eyre::Result<()> {
             Ok(())
         }
         Command::Demo(args) => demo_cmd::run(&args, &mut std::io::stdout().lock()),
+        Command::Bench(cmd) => bench_cmd::run_command(&cmd, &mut std::io::stdout().lock()),
     }
 }

@@ -4,5 +4,7 @@
 
 pub mod charts;
 pub mod files;
+pub mod orchestrate;
+pub mod preflight;
 pub mod report;
 pub mod stats;

@@ -1,0 +1,465 @@
+//! `bench run`: baseline and candidate runs of `reth-bench new-payload-fcu`, interleaved ABBA.
+//! Before each run the datadir goes back to the same start block (reth's `stage unwind`, which
+//! keeps the given block, or a restore from a pristine copy), the node starts, the engine port is
+//! awaited, reth-bench runs (warmup blocks first, in their own folder), and the node stops. Every
+//! run keeps its raw output (CSVs, reth-bench and node logs) in its own folder.
+
+use crate::reth_bench::{
+    preflight::{check_pair, inspect},
+    report::{RunConfig, RunRecord, SetupConfig},
+};
+use reth_hybrid_api::EngineKind;
+use std::{
+    fs::File,
+    io::Write,
+    net::{TcpStream, ToSocketAddrs},
+    os::unix::process::CommandExt,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+/// How a datadir returns to the start block before each run.
+#[derive(Debug, Clone)]
+pub enum Reset {
+    /// `<reth> stage unwind --datadir <datadir> to-block <start>` (the block is kept).
+    Unwind { reth: String },
+    /// Replace the datadir with a copy of this pristine one.
+    Restore { from: PathBuf },
+}
+
+/// One side of the comparison.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub name: String,
+    pub datadir: PathBuf,
+    /// Where its history is claimed to be; checked against the datadir before any run.
+    pub layout: EngineKind,
+    /// Shell command that starts its node (run with `sh -c`, in its own process group).
+    pub node_command: String,
+    pub reset: Reset,
+    pub jwt_secret: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Range {
+    /// Each run starts at block `from` (the datadir is reset to it; reth-bench skips the first
+    /// block), sends the warmup blocks, then measures up to `to`.
+    FromTo { from: u64, to: u64 },
+    /// The next `n` blocks after the head.
+    Advance(u64),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub baseline: Setup,
+    pub candidate: Setup,
+    pub reth_bench: String,
+    /// Source of blocks (never the node under test).
+    pub rpc_url: String,
+    pub engine_rpc_url: String,
+    pub range: Range,
+    pub pairs: usize,
+    pub warmup_blocks: u64,
+    pub output: PathBuf,
+    /// Passed to every reth-bench call (e.g. `--reth-new-payload`, `--wait-time 0ms`).
+    pub extra_bench_args: Vec<String>,
+    pub start_timeout: Duration,
+    pub stop_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Preflight(#[from] crate::reth_bench::preflight::PreflightError),
+    #[error("{what} failed ({status}); its output is in {log}")]
+    Command {
+        what: String,
+        status: String,
+        log: PathBuf,
+    },
+    #[error("the {side} node did not open its engine port {addr} within {secs} s; see {log}")]
+    NodeStart {
+        side: String,
+        addr: String,
+        secs: u64,
+        log: PathBuf,
+    },
+    #[error("the {side} node exited before its engine port opened ({status}); see {log}")]
+    NodeExited {
+        side: String,
+        status: String,
+        log: PathBuf,
+    },
+    #[error("bad block range: {reason}")]
+    BadRange { reason: String },
+    #[error("bad engine RPC URL {url}: {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("{output} already holds runs; pass a new --output folder")]
+    OutputExists { output: PathBuf },
+    #[error("I/O on {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The folders of the measured runs, per side, in run order.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutcome {
+    pub baseline: Vec<PathBuf>,
+    pub candidate: Vec<PathBuf>,
+    pub config: RunConfig,
+}
+
+/// The order of runs: pairs alternate AB, BA, AB... (ABBA), so drift over time hits both sides.
+pub fn run_order(pairs: usize) -> Vec<bool> {
+    (0..pairs)
+        .flat_map(|p| {
+            if p % 2 == 0 {
+                [false, true]
+            } else {
+                [true, false]
+            }
+        })
+        .collect()
+}
+
+fn engine_addr(url: &str) -> Result<String, RunError> {
+    let bad = |reason: &str| RunError::BadUrl {
+        url: url.to_string(),
+        reason: reason.to_string(),
+    };
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let hostport = rest.split('/').next().unwrap_or(rest);
+    if hostport.is_empty() {
+        return Err(bad("no host"));
+    }
+    Ok(if hostport.contains(':') {
+        hostport.to_string()
+    } else {
+        format!("{hostport}:80")
+    })
+}
+
+fn run_logged(mut cmd: Command, what: &str, log: &Path) -> Result<(), RunError> {
+    let out = File::create(log).map_err(io(log))?;
+    let err = out.try_clone().map_err(io(log))?;
+    let status = cmd
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .status()
+        .map_err(io(log))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(RunError::Command {
+            what: what.to_string(),
+            status: status.to_string(),
+            log: log.to_path_buf(),
+        })
+    }
+}
+
+fn shell_words(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+struct Node {
+    child: Child,
+}
+
+impl Node {
+    fn start(setup: &Setup, log: &Path) -> Result<Self, RunError> {
+        let out = File::create(log).map_err(io(log))?;
+        let err = out.try_clone().map_err(io(log))?;
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(&setup.node_command)
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .process_group(0)
+            .spawn()
+            .map_err(io(log))?;
+        Ok(Self { child })
+    }
+
+    fn wait_for_port(
+        &mut self,
+        side: &str,
+        addr: &str,
+        timeout: Duration,
+        log: &Path,
+    ) -> Result<(), RunError> {
+        let started = Instant::now();
+        let targets: Vec<_> = addr
+            .to_socket_addrs()
+            .map_err(|e| RunError::BadUrl {
+                url: addr.to_string(),
+                reason: e.to_string(),
+            })?
+            .collect();
+        loop {
+            if targets
+                .iter()
+                .any(|t| TcpStream::connect_timeout(t, Duration::from_millis(200)).is_ok())
+            {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(RunError::NodeExited {
+                    side: side.to_string(),
+                    status: status.to_string(),
+                    log: log.to_path_buf(),
+                });
+            }
+            if started.elapsed() > timeout {
+                return Err(RunError::NodeStart {
+                    side: side.to_string(),
+                    addr: addr.to_string(),
+                    secs: timeout.as_secs(),
+                    log: log.to_path_buf(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// SIGTERM to the node's process group, SIGKILL after `timeout`.
+    fn stop(mut self, timeout: Duration) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: kill(2) on our own child's process group; no memory is touched.
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let started = Instant::now();
+        while started.elapsed() < timeout {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                // The shell is gone; make sure nothing it started lingers.
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: kill(2) on our own child's process group.
+            unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn reset(setup: &Setup, start: u64, dir: &Path) -> Result<(), RunError> {
+    match &setup.reset {
+        Reset::Unwind { reth } => {
+            let head = inspect(&setup.datadir)?.head.unwrap_or(0);
+            if head == start {
+                return Ok(());
+            }
+            let mut cmd = Command::new(reth);
+            cmd.arg("stage")
+                .arg("unwind")
+                .arg("--datadir")
+                .arg(&setup.datadir)
+                .arg("to-block")
+                .arg(start.to_string());
+            run_logged(cmd, "reth stage unwind", &dir.join("reset.log"))
+        }
+        Reset::Restore { from } => {
+            if setup.datadir.exists() {
+                std::fs::remove_dir_all(&setup.datadir).map_err(io(&setup.datadir))?;
+            }
+            let mut cmd = Command::new("cp");
+            cmd.arg("-a")
+                .arg("--reflink=auto")
+                .arg(from)
+                .arg(&setup.datadir);
+            run_logged(cmd, "restoring the datadir", &dir.join("reset.log"))
+        }
+    }
+}
+
+fn bench_command(
+    plan: &RunPlan,
+    setup: &Setup,
+    range: (u64, u64),
+    advance: Option<u64>,
+    out: &Path,
+) -> Command {
+    let mut cmd = Command::new(&plan.reth_bench);
+    cmd.arg("new-payload-fcu")
+        .arg("--rpc-url")
+        .arg(&plan.rpc_url)
+        .arg("--engine-rpc-url")
+        .arg(&plan.engine_rpc_url)
+        .arg("--jwt-secret")
+        .arg(&setup.jwt_secret);
+    match advance {
+        Some(n) => {
+            cmd.arg("--advance").arg(n.to_string());
+        }
+        None => {
+            cmd.arg("--from")
+                .arg(range.0.to_string())
+                .arg("--to")
+                .arg(range.1.to_string());
+        }
+    }
+    cmd.arg("--output").arg(out).args(&plan.extra_bench_args);
+    cmd
+}
+
+/// Runs the plan. `log` gets one line per step.
+pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> {
+    if plan.output.join("run.json").exists() {
+        return Err(RunError::OutputExists {
+            output: plan.output.clone(),
+        });
+    }
+    let (a, _) = check_pair(
+        (&plan.baseline.datadir, plan.baseline.layout),
+        (&plan.candidate.datadir, plan.candidate.layout),
+    )?;
+    let head = a.head.unwrap_or(0);
+    let start = match plan.range {
+        Range::FromTo { from, to } => {
+            if to <= from + plan.warmup_blocks {
+                return Err(RunError::BadRange {
+                    reason: format!(
+                        "--to {to} leaves no measured block after --from {from} and {} warmup blocks",
+                        plan.warmup_blocks
+                    ),
+                });
+            }
+            if from > head {
+                return Err(RunError::BadRange {
+                    reason: format!("--from {from} is above the datadirs' head {head}"),
+                });
+            }
+            from
+        }
+        Range::Advance(_) => head,
+    };
+    let _ = writeln!(
+        log,
+        "preflight passed: same genesis {}, both at block {head}; {} is {}, {} is {}",
+        a.genesis_hash.as_deref().unwrap_or("?"),
+        plan.baseline.name,
+        plan.baseline.layout,
+        plan.candidate.name,
+        plan.candidate.layout
+    );
+    std::fs::create_dir_all(&plan.output).map_err(io(&plan.output))?;
+    let addr = engine_addr(&plan.engine_rpc_url)?;
+    let w = plan.warmup_blocks;
+    let mut outcome = RunOutcome::default();
+    let mut records = Vec::new();
+    let mut counts = (0usize, 0usize);
+    for is_candidate in run_order(plan.pairs) {
+        let (setup, side, k) = if is_candidate {
+            counts.1 += 1;
+            (&plan.candidate, "candidate", counts.1)
+        } else {
+            counts.0 += 1;
+            (&plan.baseline, "baseline", counts.0)
+        };
+        let dir = plan.output.join(format!("{side}-{k}"));
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let _ = writeln!(
+            log,
+            "{side} run {k}: resetting {} to block {start}",
+            setup.datadir.display()
+        );
+        reset(setup, start, &dir)?;
+        let node_log = dir.join("node.log");
+        let mut node = Node::start(setup, &node_log)?;
+        node.wait_for_port(side, &addr, plan.start_timeout, &node_log)?;
+        let _ = writeln!(log, "{side} run {k}: node up on {addr}");
+        let (measured, advance) = match plan.range {
+            Range::FromTo { to, .. } => ((start + w, to), None),
+            Range::Advance(n) => ((0, 0), Some(n)),
+        };
+        if w > 0 {
+            let warm = dir.join("warmup");
+            let cmd = bench_command(
+                plan,
+                setup,
+                (start, start + w),
+                plan_advance(plan, w),
+                &warm,
+            );
+            let _ = writeln!(log, "{side} run {k}: warmup: {}", shell_words(&cmd));
+            run_logged(cmd, "reth-bench (warmup)", &dir.join("warmup.log"))?;
+        }
+        let cmd = bench_command(plan, setup, measured, advance, &dir);
+        let command = shell_words(&cmd);
+        let _ = writeln!(log, "{side} run {k}: {command}");
+        let result = run_logged(cmd, "reth-bench", &dir.join("reth-bench.log"));
+        node.stop(plan.stop_timeout);
+        result?;
+        records.push(RunRecord {
+            side: side.to_string(),
+            index: k,
+            output: dir.display().to_string(),
+            command,
+        });
+        if is_candidate {
+            outcome.candidate.push(dir);
+        } else {
+            outcome.baseline.push(dir);
+        }
+    }
+    let setup_config = |s: &Setup| SetupConfig {
+        name: s.name.clone(),
+        datadir: s.datadir.display().to_string(),
+        layout: s.layout.to_string(),
+        node_command: s.node_command.clone(),
+    };
+    outcome.config = RunConfig {
+        baseline: setup_config(&plan.baseline),
+        candidate: setup_config(&plan.candidate),
+        runs: records,
+        reth_bench: plan.reth_bench.clone(),
+        pairs: plan.pairs,
+        warmup_blocks: w,
+        blocks: match plan.range {
+            Range::FromTo { from, to } => format!(
+                "{}..={} (warmup {}..={})",
+                from + w + 1,
+                to,
+                from + 1,
+                from + w
+            ),
+            Range::Advance(n) => format!("the {n} after the head (+{w} warmup)"),
+        },
+    };
+    let path = plan.output.join("run.json");
+    std::fs::write(
+        &path,
+        serde_json::to_vec_pretty(&outcome.config).expect("serializes"),
+    )
+    .map_err(io(&path))?;
+    Ok(outcome)
+}
+
+fn plan_advance(plan: &RunPlan, w: u64) -> Option<u64> {
+    matches!(plan.range, Range::Advance(_)).then_some(w)
+}

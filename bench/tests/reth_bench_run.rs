@@ -1,0 +1,349 @@
+//! The wrapper's preflight on real generated datadirs, and `bench run` orchestration end to end:
+//! with a stand-in reth-bench and node (shell scripts that behave as the real ones at the
+//! process boundary: a listening engine port, CSV files in `--output`), and with a real
+//! reth-bench when `RETH_HYBRID_RETH_BENCH` and its companions are set (skipped otherwise, saying
+//! so).
+
+use reth_hybrid_api::{EngineKind, typed::TypedDatabase};
+use reth_hybrid_bench::reth_bench::{
+    files::read_run,
+    orchestrate::{Range, Reset, RunPlan, Setup, run, run_order},
+    preflight::{PreflightError, check_pair},
+};
+use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
+use reth_hybrid_migrate::{GenerateSpec, MigrateRequest, NoProgress, generate, migrate};
+use std::{path::Path, time::Duration};
+
+fn generated(dir: &Path, scale: u64, seed: u64) {
+    let engine =
+        MdbxEngine::open(dir, MdbxOptions::create().with_geometry(Geometry::SMALL)).expect("mdbx");
+    generate(&TypedDatabase::new(engine), &GenerateSpec::new(scale, seed)).expect("generate");
+}
+
+fn copy_db(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.join("db")).expect("mkdir");
+    for f in ["mdbx.dat", "database.version"] {
+        std::fs::copy(from.join("db").join(f), to.join("db").join(f)).expect("copy");
+    }
+}
+
+/// An MDBX datadir and the same chain migrated to RocksDB.
+fn pair(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (a, b) = (root.join("mdbx"), root.join("rocksdb"));
+    generated(&a, 2, 9);
+    copy_db(&a, &b);
+    migrate(&b, &MigrateRequest::new(EngineKind::RocksDb), &NoProgress).expect("migrate");
+    (a, b)
+}
+
+#[test]
+fn preflight_accepts_a_valid_pair_and_refuses_the_invalid_hybrid() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = pair(tmp.path());
+    let (fa, fb) = check_pair((&a, EngineKind::Mdbx), (&b, EngineKind::RocksDb)).expect("valid");
+    assert_eq!(fa.head, Some(200));
+    assert_eq!(fa.genesis_hash, fb.genesis_hash);
+    assert!(
+        fb.placement
+            .iter()
+            .all(|p| p.mdbx_rows == 0 && p.rocksdb_rows() > 0)
+    );
+
+    // An MDBX datadir labelled RocksDB: the invalid hybrid.
+    let err =
+        check_pair((&a, EngineKind::RocksDb), (&b, EngineKind::RocksDb)).expect_err("invalid");
+    assert!(matches!(err, PreflightError::InvalidHybrid { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("invalid hybrid") && msg.contains("reth-hybrid migrate --datadir"),
+        "{msg}"
+    );
+    let err = check_pair((&b, EngineKind::Mdbx), (&b, EngineKind::RocksDb)).expect_err("not mdbx");
+    assert!(matches!(err, PreflightError::NotMdbx { .. }), "{err}");
+
+    // Another chain, and the same chain at another head.
+    let other = tmp.path().join("other");
+    generated(&other, 2, 10);
+    let err = check_pair((&a, EngineKind::Mdbx), (&other, EngineKind::Mdbx)).expect_err("chain");
+    assert!(
+        matches!(err, PreflightError::DifferentChains { .. }),
+        "{err}"
+    );
+    // The same chain, its node stopped at block 150 (the Finish checkpoint says where it is).
+    let behind = tmp.path().join("behind");
+    copy_db(&a, &behind);
+    {
+        use reth_hybrid_api::{
+            DbTx, DbTxMut, models::StageCheckpoint, tables::StageCheckpoints, typed::Database,
+        };
+        let db =
+            TypedDatabase::new(MdbxEngine::open(&behind, MdbxOptions::read_write()).expect("mdbx"));
+        let tx = db.tx_mut().expect("rw");
+        tx.put::<StageCheckpoints>(
+            "Finish".into(),
+            StageCheckpoint {
+                block_number: 150,
+                stage_checkpoint: None,
+            },
+        )
+        .expect("put");
+        tx.commit().expect("commit");
+    }
+    let err = check_pair((&a, EngineKind::Mdbx), (&behind, EngineKind::Mdbx)).expect_err("head");
+    assert!(
+        matches!(
+            err,
+            PreflightError::DifferentHeads {
+                ha: 200,
+                hb: 150,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("reth stage unwind --datadir <datadir> to-block 150"),
+        "{err}"
+    );
+}
+
+#[test]
+fn preflight_counts_rows_in_reths_own_rocksdb_as_rocksdb() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, _) = pair(tmp.path());
+    // An upstream storage-v2 datadir keeps history in <datadir>/rocksdb while MDBX is empty.
+    let v2 = tmp.path().join("v2");
+    copy_db(&a, &v2);
+    {
+        let mdbx = MdbxEngine::open(&v2, MdbxOptions::read_write()).expect("mdbx");
+        use reth_hybrid_api::raw::{RawEngine, RawTx, RawTxMut};
+        let tx = mdbx.begin_rw().expect("rw");
+        for t in reth_hybrid_bench::reth_bench::preflight::HISTORY_TABLES {
+            tx.clear(t).expect("clear");
+        }
+        tx.commit().expect("commit");
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let names = [
+            "AccountsHistory",
+            "StoragesHistory",
+            "TransactionHashNumbers",
+        ];
+        let db = rocksdb::DB::open_cf(&opts, v2.join("rocksdb"), names).expect("rocksdb");
+        for n in names {
+            db.put_cf(db.cf_handle(n).expect("cf"), [1u8; 40], [2u8])
+                .expect("put");
+        }
+    }
+    check_pair((&a, EngineKind::Mdbx), (&v2, EngineKind::RocksDb)).expect("a valid v2 candidate");
+}
+
+/// A stand-in node: listens on the engine port until killed.
+fn node_command(port: u16) -> String {
+    format!(
+        "exec python3 -c \"import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',{port})); s.listen(); time.sleep(600)\""
+    )
+}
+
+/// A stand-in reth-bench: writes reth-bench 2.x CSVs for the requested range into --output;
+/// `SLOW` (an env var the node command cannot see) is not needed: latency comes from the
+/// datadir name in the jwt path, so each side has its own speed.
+const FAKE_RETH_BENCH: &str = r#"#!/bin/sh
+set -e
+from=""; to=""; out=""; jwt=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --from) from="$2"; shift 2;; --to) to="$2"; shift 2;;
+    --output) out="$2"; shift 2;; --jwt-secret) jwt="$2"; shift 2;;
+    *) shift;;
+  esac
+done
+case "$jwt" in *rocksdb*) np=800;; *) np=1000;; esac
+mkdir -p "$out"
+echo "block_number,gas_limit,transaction_count,gas_used,new_payload_latency,fcu_latency,total_latency,persistence_wait,execution_cache_wait,sparse_trie_wait" > "$out/combined_latency.csv"
+echo "block_number,transaction_count,gas_used,time" > "$out/total_gas.csv"
+t=0; b=$((from + 1))
+while [ $b -le $to ]; do
+  w=$(( (b * 37) % 50 ))
+  total=$((np + w + 100)); t=$((t + total))
+  echo "$b,30000000,10,1000000,$((np + w)),100,$total,0,0,0" >> "$out/combined_latency.csv"
+  echo "$b,10,1000000,$t" >> "$out/total_gas.csv"
+  b=$((b + 1))
+done
+echo "Benchmark complete"
+"#;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+#[test]
+fn run_interleaves_pairs_resets_datadirs_and_keeps_every_runs_output() {
+    assert_eq!(run_order(2), [false, true, true, false]);
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = pair(tmp.path());
+    // Pristine copies to restore from before each run.
+    let (pa, pb) = (
+        tmp.path().join("pristine-mdbx"),
+        tmp.path().join("pristine-rocksdb"),
+    );
+    for (from, to) in [(&a, &pa), (&b, &pb)] {
+        std::process::Command::new("cp")
+            .arg("-a")
+            .arg(from)
+            .arg(to)
+            .status()
+            .expect("cp");
+    }
+    let bench = tmp.path().join("reth-bench");
+    std::fs::write(&bench, FAKE_RETH_BENCH).expect("write");
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&bench)
+        .status()
+        .expect("chmod");
+    let port = free_port();
+    let setup = |name: &str, d: &Path, layout, restore: &Path| Setup {
+        name: name.into(),
+        datadir: d.to_path_buf(),
+        layout,
+        node_command: node_command(port),
+        reset: Reset::Restore {
+            from: restore.to_path_buf(),
+        },
+        jwt_secret: d.join("jwt.hex"),
+    };
+    let output = tmp.path().join("out");
+    let plan = RunPlan {
+        baseline: setup("mdbx", &a, EngineKind::Mdbx, &pa),
+        candidate: setup("rocksdb", &b, EngineKind::RocksDb, &pb),
+        reth_bench: bench.display().to_string(),
+        rpc_url: "http://127.0.0.1:1".into(),
+        engine_rpc_url: format!("http://127.0.0.1:{port}"),
+        range: Range::FromTo { from: 200, to: 260 },
+        pairs: 2,
+        warmup_blocks: 5,
+        output: output.clone(),
+        extra_bench_args: vec!["--wait-time".into(), "0ms".into()],
+        start_timeout: Duration::from_secs(30),
+        stop_timeout: Duration::from_secs(10),
+    };
+    let mut log = Vec::new();
+    let outcome = run(&plan, &mut log).expect("run");
+    let log = String::from_utf8(log).expect("utf8");
+    assert!(log.contains("preflight passed"), "{log}");
+    assert_eq!(outcome.baseline.len(), 2);
+    assert_eq!(outcome.candidate.len(), 2);
+    let order: Vec<&str> = outcome
+        .config
+        .runs
+        .iter()
+        .map(|r| r.side.as_str())
+        .collect();
+    assert_eq!(order, ["baseline", "candidate", "candidate", "baseline"]);
+    for dir in outcome.baseline.iter().chain(&outcome.candidate) {
+        for f in [
+            "combined_latency.csv",
+            "total_gas.csv",
+            "reth-bench.log",
+            "node.log",
+            "reset.log",
+            "warmup/combined_latency.csv",
+        ] {
+            assert!(dir.join(f).exists(), "{} lacks {f}", dir.display());
+        }
+        let run = read_run(dir).expect("parse");
+        assert_eq!(
+            run.blocks.first().map(|b| b.block_number),
+            Some(206),
+            "measured after the warmup"
+        );
+        assert_eq!(run.blocks.last().map(|b| b.block_number), Some(260));
+    }
+    let cmd = &outcome.config.runs[0].command;
+    for part in [
+        "new-payload-fcu",
+        "--rpc-url",
+        "--engine-rpc-url",
+        "--jwt-secret",
+        "--from 205",
+        "--to 260",
+        "--output",
+        "--wait-time 0ms",
+    ] {
+        assert!(cmd.contains(part), "{cmd} lacks {part}");
+    }
+    assert!(output.join("run.json").exists());
+    // Every node was stopped: the port is free again.
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the node's port was released");
+    // A second run into the same folder is refused.
+    assert!(run(&plan, &mut Vec::new()).is_err());
+}
+
+#[test]
+fn real_reth_bench_end_to_end_when_configured() {
+    let vars = [
+        "RETH_HYBRID_RETH_BENCH",
+        "RETH_HYBRID_BENCH_RPC_URL",
+        "RETH_HYBRID_BENCH_BASELINE_DATADIR",
+        "RETH_HYBRID_BENCH_BASELINE_NODE",
+        "RETH_HYBRID_BENCH_CANDIDATE_DATADIR",
+        "RETH_HYBRID_BENCH_CANDIDATE_NODE",
+    ];
+    let missing: Vec<&str> = vars
+        .iter()
+        .copied()
+        .filter(|v| std::env::var_os(v).is_none())
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "SKIPPED real reth-bench run: set {} (a reth-bench binary from reth v2.2.0 or v1.11.4, \
+             a block source RPC, and two synced datadirs with the commands that start their nodes)",
+            missing.join(", ")
+        );
+        return;
+    }
+    let var = |v: &str| std::env::var(v).expect("checked");
+    let output = tempfile::tempdir().expect("tmp");
+    let setup = |side: &str, layout| {
+        let datadir = std::path::PathBuf::from(var(&format!("RETH_HYBRID_BENCH_{side}_DATADIR")));
+        Setup {
+            name: layout_name(layout),
+            jwt_secret: datadir.join("jwt.hex"),
+            datadir,
+            layout,
+            node_command: var(&format!("RETH_HYBRID_BENCH_{side}_NODE")),
+            reset: Reset::Unwind {
+                reth: std::env::var("RETH_HYBRID_RETH").unwrap_or_else(|_| "reth".into()),
+            },
+        }
+    };
+    let plan = RunPlan {
+        baseline: setup("BASELINE", EngineKind::Mdbx),
+        candidate: setup("CANDIDATE", EngineKind::RocksDb),
+        reth_bench: var("RETH_HYBRID_RETH_BENCH"),
+        rpc_url: var("RETH_HYBRID_BENCH_RPC_URL"),
+        engine_rpc_url: "http://127.0.0.1:8551".into(),
+        range: Range::Advance(20),
+        pairs: 1,
+        warmup_blocks: 2,
+        output: output.path().join("run"),
+        extra_bench_args: Vec::new(),
+        start_timeout: Duration::from_secs(300),
+        stop_timeout: Duration::from_secs(60),
+    };
+    let outcome = run(&plan, &mut std::io::stderr()).expect("real run");
+    for dir in outcome.baseline.iter().chain(&outcome.candidate) {
+        assert!(!read_run(dir).expect("parse").blocks.is_empty());
+    }
+}
+
+fn layout_name(layout: EngineKind) -> String {
+    layout.to_string()
+}

@@ -1,0 +1,165 @@
+//! `reth-hybrid bench compare` and `bench preflight` as engineers run them.
+
+use std::{fmt::Write, path::Path, process::Command};
+
+fn reth_hybrid(args: &[&str]) -> (String, String, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
+        .args(args)
+        .output()
+        .expect("run reth-hybrid");
+    (
+        String::from_utf8(out.stdout).expect("utf8"),
+        String::from_utf8(out.stderr).expect("utf8"),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// A reth-bench output folder: 2.x (ten columns) or 1.x (seven), `np_us` newPayload latency.
+fn write_run(dir: &Path, v2: bool, np_us: u64) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let mut c = String::from(
+        "block_number,gas_limit,transaction_count,gas_used,new_payload_latency,fcu_latency,total_latency",
+    );
+    if v2 {
+        c.push_str(",persistence_wait,execution_cache_wait,sparse_trie_wait");
+    }
+    let mut g = String::from("block_number,transaction_count,gas_used,time");
+    let mut t = 0;
+    for b in 1000..1200u64 {
+        let np = np_us + (b * 7919) % 300;
+        t += np + 500;
+        write!(
+            c,
+            "\n{b},36000000,100,{},{np},500,{}",
+            20_000_000 + b,
+            np + 500
+        )
+        .expect("fmt");
+        if v2 {
+            c.push_str(",0,0,0");
+        }
+        write!(g, "\n{b},100,{},{t}", 20_000_000 + b).expect("fmt");
+    }
+    std::fs::write(dir.join("combined_latency.csv"), c + "\n").expect("write");
+    std::fs::write(dir.join("total_gas.csv"), g + "\n").expect("write");
+}
+
+fn font_available() -> bool {
+    std::env::var_os("RETH_HYBRID_CHART_FONT").is_some()
+        || Path::new("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists()
+}
+
+#[test]
+fn compare_prints_a_report_with_intervals_and_writes_charts() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b, out) = (
+        tmp.path().join("mdbx"),
+        tmp.path().join("rocksdb"),
+        tmp.path().join("report"),
+    );
+    write_run(&a, true, 10_000);
+    write_run(&b, false, 8_000);
+    let (stdout, stderr, code) = reth_hybrid(&[
+        "bench",
+        "compare",
+        a.to_str().expect("utf8"),
+        b.to_str().expect("utf8"),
+        "--baseline-name",
+        "mdbx",
+        "--candidate-name",
+        "rocksdb",
+        "--iterations",
+        "2000",
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("## reth-bench: rocksdb vs mdbx"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("**rocksdb wins"), "{stdout}");
+    assert!(stdout.contains("95% CI"), "{stdout}");
+    assert!(stdout.contains("| Total gas |"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).expect("json"))
+            .expect("parse");
+    assert_eq!(json["matched_blocks"], 200);
+    assert!(json["metrics"][0]["ci_low_pct"].as_f64().expect("ci") > 1.2);
+    assert!(out.join("report.md").exists());
+    if font_available() {
+        for f in [
+            "latency.svg",
+            "latency.png",
+            "ggas_distribution.svg",
+            "ggas_distribution.png",
+        ] {
+            let len = std::fs::metadata(out.join(f)).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 1000, "{f} missing or empty");
+        }
+    } else {
+        assert!(stderr.contains("charts skipped"), "{stderr}");
+    }
+
+    let (stdout, _, code) = reth_hybrid(&[
+        "bench",
+        "compare",
+        a.to_str().expect("utf8"),
+        b.to_str().expect("utf8"),
+        "--json",
+        "--iterations",
+        "500",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("json on stdout");
+    assert_eq!(v["resampling"], "paired_blocks");
+}
+
+#[test]
+fn compare_names_the_file_and_line_of_a_malformed_input() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    write_run(&a, true, 10_000);
+    write_run(&b, true, 10_000);
+    let file = b.join("combined_latency.csv");
+    let text = std::fs::read_to_string(&file).expect("read");
+    std::fs::write(&file, text.replace("\n1050,36000000", "\n1050,lots")).expect("write");
+    let (_, stderr, code) = reth_hybrid(&[
+        "bench",
+        "compare",
+        a.to_str().expect("utf8"),
+        b.to_str().expect("utf8"),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("combined_latency.csv:52") && stderr.contains("gas_limit"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn preflight_refuses_an_unmigrated_rocksdb_datadir() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path().join("datadir");
+    let (_, stderr, code) = reth_hybrid(&[
+        "generate",
+        "--datadir",
+        d.to_str().expect("utf8"),
+        "--scale",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, stderr, code) = reth_hybrid(&[
+        "bench",
+        "preflight",
+        "--baseline-datadir",
+        d.to_str().expect("utf8"),
+        "--candidate-datadir",
+        d.to_str().expect("utf8"),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("invalid hybrid") && stderr.contains("reth-hybrid migrate"),
+        "{stderr}"
+    );
+}

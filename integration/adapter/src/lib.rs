@@ -1,0 +1,1 @@
+//! reth-hybrid behind reth's storage traits.
