@@ -159,13 +159,12 @@ fn ggas_chart<DB: DrawingBackend>(
         .iter()
         .map(|b| per(b.candidate_total_us, b.gas_used))
         .collect();
-    let max = base
-        .iter()
-        .chain(&cand)
-        .fold(0.0, |a: f64, b| a.max(*b))
-        .max(1e-6);
+    let hi = base.iter().chain(&cand).fold(0.0, |a: f64, b| a.max(*b));
+    let lo = base.iter().chain(&cand).fold(hi, |a: f64, b| a.min(*b));
+    let pad = ((hi - lo) * 0.05).max(1e-6);
+    let (min, max) = ((lo - pad).max(0.0), hi + pad);
     const BINS: usize = 40;
-    let bin = |v: f64| ((v / max * BINS as f64) as usize).min(BINS - 1);
+    let bin = |v: f64| (((v - min) / (max - min) * BINS as f64) as usize).min(BINS - 1);
     let count = |vals: &[f64]| {
         let mut h = [0u32; BINS];
         vals.iter().for_each(|v| h[bin(*v)] += 1);
@@ -178,7 +177,7 @@ fn ggas_chart<DB: DrawingBackend>(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d(0.0..max, 0u32..ymax)
+        .build_cartesian_2d(min..max, 0u32..ymax)
         .map_err(e)?;
     chart
         .configure_mesh()
@@ -186,14 +185,14 @@ fn ggas_chart<DB: DrawingBackend>(
         .y_desc("blocks")
         .draw()
         .map_err(e)?;
-    let width = max / BINS as f64;
+    let width = (max - min) / BINS as f64;
     for (name, color, h, offset) in [
         (&c.baseline.name, BASE, hb, 0.0),
         (&c.candidate.name, CAND, hc, 0.5),
     ] {
         chart
             .draw_series(h.iter().enumerate().map(|(i, n)| {
-                let x = i as f64 * width + offset * width;
+                let x = min + i as f64 * width + offset * width;
                 Rectangle::new([(x, 0), (x + width * 0.5, *n)], color.mix(0.8).filled())
             }))
             .map_err(e)?
