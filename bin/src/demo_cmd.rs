@@ -219,6 +219,8 @@ fn digests(datadir: &Path) -> eyre::Result<Vec<(Tables, u64, u128)>> {
 }
 
 type Times = (f64, f64);
+/// What each lookup returned (tx number, or the history shard's highest block).
+type Answers = Vec<Option<u64>>;
 
 /// Mean microseconds per lookup on both datadirs, after checking both give the same answers.
 fn compare_lookups(baseline: &Path, hybrid_dir: &Path, n: usize) -> eyre::Result<(Times, Times)> {
@@ -269,7 +271,7 @@ fn compare_lookups(baseline: &Path, hybrid_dir: &Path, n: usize) -> eyre::Result
         db: &D,
         hash_keys: &[alloy_primitives::B256],
         seeks: &[ShardedKey<alloy_primitives::Address>],
-    ) -> eyre::Result<(Times, Vec<Option<u64>>, Vec<Option<u64>>)> {
+    ) -> eyre::Result<(Times, Answers, Answers)> {
         let tx = db.tx()?;
         let t = Instant::now();
         let numbers: Vec<Option<u64>> = hash_keys
@@ -281,11 +283,7 @@ fn compare_lookups(baseline: &Path, hybrid_dir: &Path, n: usize) -> eyre::Result
         let t = Instant::now();
         let mut shards = Vec::with_capacity(seeks.len());
         for key in seeks {
-            shards.push(
-                cursor
-                    .seek(key.clone())?
-                    .map(|(k, _)| k.highest_block_number),
-            );
+            shards.push(cursor.seek(*key)?.map(|(k, _)| k.highest_block_number));
         }
         let seek_us = t.elapsed().as_secs_f64() * 1e6 / seeks.len() as f64;
         Ok(((hash_us, seek_us), numbers, shards))

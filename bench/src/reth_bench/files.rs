@@ -91,12 +91,12 @@ fn malformed(file: &Path, line: u64, problem: impl Into<String>) -> FileError {
     }
 }
 
+/// A data line: its line number and its fields.
+type CsvRow = (u64, Vec<String>);
+
 /// Reads a CSV file as (line number, fields), after checking its header is one of `headers`.
 /// Returns which header matched.
-fn read_csv(
-    file: &Path,
-    headers: &[&[&str]],
-) -> Result<(usize, Vec<(u64, Vec<String>)>), FileError> {
+fn read_csv(file: &Path, headers: &[&[&str]]) -> Result<(usize, Vec<CsvRow>), FileError> {
     let text = std::fs::read_to_string(file).map_err(|source| FileError::Io {
         file: file.to_path_buf(),
         source,

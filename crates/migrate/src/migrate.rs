@@ -117,8 +117,8 @@ pub fn migrate(
     for (idx, table_plan) in plan.tables.iter().enumerate() {
         let t0 = Instant::now();
         let (digest, target_bytes) = match request.to {
-            EngineKind::RocksDb => run.to_rocksdb(idx)?,
-            EngineKind::Mdbx => run.to_mdbx(idx)?,
+            EngineKind::RocksDb => run.move_to_rocksdb(idx)?,
+            EngineKind::Mdbx => run.move_to_mdbx(idx)?,
         };
         reports.push(TableReport {
             table: table_plan.table,
@@ -285,7 +285,7 @@ impl Run<'_> {
 
     // ---- MDBX -> RocksDB ----
 
-    fn to_rocksdb(&mut self, idx: usize) -> Result<(TableDigest, u64), MigrateError> {
+    fn move_to_rocksdb(&mut self, idx: usize) -> Result<(TableDigest, u64), MigrateError> {
         let table = self.state.tables[idx].table;
         let sst_bytes = |s: &crate::state::TableState| s.chunks.iter().map(|c| c.bytes).sum();
         if self.state.tables[idx].phase == Phase::Done {
@@ -524,7 +524,7 @@ impl Run<'_> {
             .transpose()
     }
 
-    fn to_mdbx(&mut self, idx: usize) -> Result<(TableDigest, u64), MigrateError> {
+    fn move_to_mdbx(&mut self, idx: usize) -> Result<(TableDigest, u64), MigrateError> {
         let table = self.state.tables[idx].table;
         let mdbx_bytes = |run: &Self| -> Result<u64, MigrateError> {
             Ok(run.mdbx.begin_ro()?.table_stat(table)?.bytes())

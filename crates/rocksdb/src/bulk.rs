@@ -5,7 +5,7 @@
 use crate::{
     env::RocksEngine,
     error::{RocksError, read_err},
-    options::cf_options,
+    options::sst_file_options,
 };
 use reth_hybrid_api::{Tables, raw::RawResult};
 use rocksdb::{
@@ -99,7 +99,7 @@ impl RocksEngine {
         path: &Path,
         fill: impl FnOnce(&mut SstSink<'_, '_>) -> RawResult<()>,
     ) -> RawResult<Option<SstFile>> {
-        let options = cf_options(table, &self.inner.cache);
+        let options = sst_file_options(table, &self.inner.cache);
         let mut writer = SstFileWriter::create(&options);
         let io = |e| read_err("SST file", table, e);
         writer.open(path).map_err(io)?;

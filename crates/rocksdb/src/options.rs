@@ -98,3 +98,14 @@ pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
     o.set_block_based_table_factory(&t);
     o
 }
+
+/// Options for SST files built outside the database and ingested into `table`. Ingested files
+/// of an empty table land on the bottommost level, so they use its compression (ZSTD where the
+/// table has one), as a full compaction would.
+pub(crate) fn sst_file_options(table: Tables, cache: &Cache) -> Options {
+    let mut o = cf_options(table, cache);
+    if !matches!(table, Tables::TransactionHashNumbers) {
+        o.set_compression_type(DBCompressionType::Zstd);
+    }
+    o
+}

@@ -1,1 +1,60 @@
-fn main() {}
+//! `reth-hybrid-node`: reth's Ethereum node command line. Built with feature `hybrid` (the
+//! default) the node runs on reth-hybrid's database: hot state in reth's MDBX, the history
+//! indices and the tx-hash index in RocksDB, one commit across both. Built without it, the same
+//! binary runs stock MDBX: the A/B pair for reth-bench.
+
+#![allow(missing_docs)]
+
+#[global_allocator]
+static ALLOC: reth_cli_util::allocator::Allocator = reth_cli_util::allocator::new_allocator();
+
+use clap::Parser;
+use reth_ethereum_cli::{chainspec::EthereumChainSpecParser, interface::Cli};
+use reth_node_ethereum::EthereumNode;
+
+fn main() {
+    reth_cli_util::sigsegv_handler::install();
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        // SAFETY: single-threaded here, before the runtime starts.
+        unsafe { std::env::set_var("RUST_BACKTRACE", "1") };
+    }
+    if let Err(err) = Cli::<EthereumChainSpecParser>::parse().run(async move |builder, _| {
+        #[cfg(feature = "hybrid")]
+        {
+            let mut config = builder.config().clone();
+            let executor = builder.task_executor().clone();
+            if config.storage.v2 {
+                tracing::info!(
+                    target: "reth_hybrid",
+                    "running reth's v1 storage layout (history through the Database traits into \
+                     reth-hybrid's router); --storage.v2 does not apply"
+                );
+                config.storage.v2 = false;
+            }
+            let datadir = config.datadir().data_dir().to_path_buf();
+            let args = config.db.database_args();
+            // ORDER: close the MDBX environment the command line opened before the hybrid
+            // opens the same files.
+            drop(builder);
+            let db = reth_hybrid_adapter::open_hybrid(&datadir, args)?;
+            let handle = reth_node_builder::NodeBuilder::new(config)
+                .with_database(db)
+                .with_launch_context(executor)
+                .node(EthereumNode::default())
+                .launch_with_debug_capabilities()
+                .await?;
+            handle.wait_for_node_exit().await
+        }
+        #[cfg(not(feature = "hybrid"))]
+        {
+            let handle = builder
+                .node(EthereumNode::default())
+                .launch_with_debug_capabilities()
+                .await?;
+            handle.wait_for_node_exit().await
+        }
+    }) {
+        eprintln!("Error: {err:?}");
+        std::process::exit(1);
+    }
+}

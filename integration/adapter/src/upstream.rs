@@ -1,0 +1,442 @@
+//! The bridge to reth's storage traits: any reth-hybrid raw engine (in the node, the hybrid
+//! router over reth's MDBX and our RocksDB) becomes a `reth_db_api::Database`. Generic over
+//! reth's `Table` types: each call finds the table by `T::NAME` in our catalogue and moves the
+//! bytes reth's own codecs produce (`Encode`, `Compress`); nothing here knows any single table.
+
+use reth_db_api::{
+    common::{IterPairResult, PairResult, ValueOnlyResult},
+    cursor::{
+        DbCursorRO, DbCursorRW, DbDupCursorRO, DbDupCursorRW, DupWalker, RangeWalker,
+        ReverseWalker, Walker,
+    },
+    database::Database,
+    database_metrics::DatabaseMetrics,
+    table::{Compress, Decode, Decompress, DupSort, Encode, Table, TableImporter},
+    transaction::{DbTx, DbTxMut},
+};
+use reth_hybrid_api::{
+    Tables,
+    raw::{RawCursor, RawCursorMut, RawEngine, RawResult, RawTx, RawTxMut},
+};
+use reth_storage_errors::db::{
+    DatabaseError, DatabaseErrorInfo, DatabaseWriteError, DatabaseWriteOperation,
+};
+use std::{
+    marker::PhantomData,
+    ops::{Bound, RangeBounds},
+    path::PathBuf,
+    sync::Arc,
+};
+
+/// Our error, as reth's (same variants; context kept in the message).
+pub fn to_reth(e: reth_hybrid_api::DatabaseError) -> DatabaseError {
+    use reth_hybrid_api::DatabaseError as E;
+    let info = |i: reth_hybrid_api::DatabaseErrorInfo| DatabaseErrorInfo {
+        message: match i.engine {
+            Some(engine) => format!("{} [{engine}]", i.message).into(),
+            None => i.message,
+        },
+        code: i.code,
+    };
+    match e {
+        E::Open(i) => DatabaseError::Open(info(i)),
+        E::CreateTable(i) => DatabaseError::CreateTable(info(i)),
+        E::Write(w) => DatabaseError::Write(Box::new(DatabaseWriteError {
+            info: info(w.info),
+            operation: match w.operation {
+                reth_hybrid_api::DatabaseWriteOperation::CursorAppend => DatabaseWriteOperation::CursorAppend,
+                reth_hybrid_api::DatabaseWriteOperation::CursorUpsert => DatabaseWriteOperation::CursorUpsert,
+                reth_hybrid_api::DatabaseWriteOperation::CursorInsert => DatabaseWriteOperation::CursorInsert,
+                reth_hybrid_api::DatabaseWriteOperation::CursorAppendDup => DatabaseWriteOperation::CursorAppendDup,
+                reth_hybrid_api::DatabaseWriteOperation::PutUpsert => DatabaseWriteOperation::PutUpsert,
+                reth_hybrid_api::DatabaseWriteOperation::PutAppend => DatabaseWriteOperation::PutAppend,
+                reth_hybrid_api::DatabaseWriteOperation::Flush => DatabaseWriteOperation::Flush,
+            },
+            table_name: w.table_name,
+            key: w.key,
+        })),
+        E::Read(i) => DatabaseError::Read(info(i)),
+        E::Delete(i) => DatabaseError::Delete(info(i)),
+        E::Commit(i) => DatabaseError::Commit(info(i)),
+        E::InitTx(i) => DatabaseError::InitTx(info(i)),
+        E::InitCursor(i) => DatabaseError::InitCursor(info(i)),
+        E::Decode { .. } => DatabaseError::Decode,
+        E::Stats(i) => DatabaseError::Stats(info(i)),
+        other => DatabaseError::Other(other.to_string()),
+    }
+}
+
+fn table<T: Table>() -> Result<Tables, DatabaseError> {
+    Tables::from_name(T::NAME).ok_or_else(|| {
+        DatabaseError::Other(format!(
+            "table {} is not in reth-hybrid's catalogue (a reth newer than v2.5.1?)",
+            T::NAME
+        ))
+    })
+}
+
+fn decode_pair<T: Table>(row: RawResult<Option<(Vec<u8>, Vec<u8>)>>) -> PairResult<T> {
+    match row.map_err(to_reth)? {
+        None => Ok(None),
+        Some((k, v)) => Ok(Some((T::Key::decode_owned(k)?, T::Value::decompress_owned(v)?))),
+    }
+}
+
+fn decode_value<T: Table>(v: RawResult<Option<Vec<u8>>>) -> ValueOnlyResult<T> {
+    match v.map_err(to_reth)? {
+        None => Ok(None),
+        Some(v) => Ok(Some(T::Value::decompress_owned(v)?)),
+    }
+}
+
+fn compress<T: Table>(value: &T::Value, buf: &mut Vec<u8>) {
+    buf.clear();
+    match value.uncompressable_ref() {
+        Some(bytes) => buf.extend_from_slice(bytes),
+        None => value.compress_to_buf(buf),
+    }
+}
+
+/// A raw engine behind reth's `Database`.
+#[derive(Debug)]
+pub struct UpstreamDatabase<E> {
+    engine: Arc<E>,
+}
+
+impl<E> Clone for UpstreamDatabase<E> {
+    fn clone(&self) -> Self {
+        Self {
+            engine: Arc::clone(&self.engine),
+        }
+    }
+}
+
+impl<E: RawEngine> UpstreamDatabase<E> {
+    pub fn new(engine: E) -> Self {
+        Self {
+            engine: Arc::new(engine),
+        }
+    }
+
+    pub fn engine(&self) -> &E {
+        &self.engine
+    }
+}
+
+/// A transaction of the engine behind reth's `DbTx`/`DbTxMut`.
+#[derive(Debug)]
+pub struct UpstreamTx<X> {
+    raw: X,
+}
+
+/// A cursor of the engine behind reth's cursor traits.
+#[derive(Debug)]
+pub struct UpstreamCursor<C, T> {
+    raw: C,
+    buf: Vec<u8>,
+    _table: PhantomData<T>,
+}
+
+impl<C, T> UpstreamCursor<C, T> {
+    fn new(raw: C) -> Self {
+        Self {
+            raw,
+            buf: Vec::new(),
+            _table: PhantomData,
+        }
+    }
+}
+
+impl<E: RawEngine> Database for UpstreamDatabase<E> {
+    type TX = UpstreamTx<E::Tx>;
+    type TXMut = UpstreamTx<E::TxMut>;
+
+    fn tx(&self) -> Result<Self::TX, DatabaseError> {
+        Ok(UpstreamTx {
+            raw: self.engine.begin_ro().map_err(to_reth)?,
+        })
+    }
+
+    fn tx_mut(&self) -> Result<Self::TXMut, DatabaseError> {
+        Ok(UpstreamTx {
+            raw: self.engine.begin_rw().map_err(to_reth)?,
+        })
+    }
+
+    fn path(&self) -> PathBuf {
+        self.engine.path()
+    }
+
+    /// Not tracked across two engines; reth then does not wait for older readers.
+    fn oldest_reader_txnid(&self) -> Option<u64> {
+        None
+    }
+
+    fn last_txnid(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl<E: RawEngine> DatabaseMetrics for UpstreamDatabase<E> {
+    fn gauge_metrics(&self) -> Vec<(&'static str, f64, Vec<metrics::Label>)> {
+        self.engine
+            .gauges()
+            .into_iter()
+            .map(|g| {
+                let labels = g
+                    .table
+                    .map(|t| vec![metrics::Label::new("table", t.name())])
+                    .unwrap_or_default();
+                (g.name, g.value, labels)
+            })
+            .collect()
+    }
+}
+
+impl<X: RawTx> DbTx for UpstreamTx<X> {
+    type Cursor<T: Table> = UpstreamCursor<X::Cursor, T>;
+    type DupCursor<T: DupSort> = UpstreamCursor<X::Cursor, T>;
+
+    fn get<T: Table>(&self, key: T::Key) -> Result<Option<T::Value>, DatabaseError> {
+        self.get_by_encoded_key::<T>(&key.encode())
+    }
+
+    fn get_by_encoded_key<T: Table>(
+        &self,
+        key: &<T::Key as Encode>::Encoded,
+    ) -> Result<Option<T::Value>, DatabaseError> {
+        decode_value::<T>(self.raw.get(table::<T>()?, key.as_ref()))
+    }
+
+    fn commit(self) -> Result<(), DatabaseError> {
+        self.raw.commit().map_err(to_reth)
+    }
+
+    fn abort(self) {
+        self.raw.abort()
+    }
+
+    fn cursor_read<T: Table>(&self) -> Result<Self::Cursor<T>, DatabaseError> {
+        Ok(UpstreamCursor::new(self.raw.cursor(table::<T>()?).map_err(to_reth)?))
+    }
+
+    fn cursor_dup_read<T: DupSort>(&self) -> Result<Self::DupCursor<T>, DatabaseError> {
+        self.cursor_read::<T>()
+    }
+
+    fn entries<T: Table>(&self) -> Result<usize, DatabaseError> {
+        self.raw.entries(table::<T>()?).map_err(to_reth)
+    }
+
+    fn disable_long_read_transaction_safety(&mut self) {}
+}
+
+impl<X: RawTxMut> DbTxMut for UpstreamTx<X> {
+    type CursorMut<T: Table> = UpstreamCursor<X::CursorMut, T>;
+    type DupCursorMut<T: DupSort> = UpstreamCursor<X::CursorMut, T>;
+
+    fn put<T: Table>(&self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
+        let mut buf = Vec::new();
+        compress::<T>(&value, &mut buf);
+        self.raw
+            .put(table::<T>()?, key.encode().as_ref(), &buf)
+            .map_err(to_reth)
+    }
+
+    fn append<T: Table>(&self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
+        let mut buf = Vec::new();
+        compress::<T>(&value, &mut buf);
+        self.raw
+            .append(table::<T>()?, key.encode().as_ref(), &buf)
+            .map_err(to_reth)
+    }
+
+    fn delete<T: Table>(&self, key: T::Key, value: Option<T::Value>) -> Result<bool, DatabaseError> {
+        let buf = value.map(|v| {
+            let mut buf = Vec::new();
+            compress::<T>(&v, &mut buf);
+            buf
+        });
+        self.raw
+            .delete(table::<T>()?, key.encode().as_ref(), buf.as_deref())
+            .map_err(to_reth)
+    }
+
+    fn clear<T: Table>(&self) -> Result<(), DatabaseError> {
+        self.raw.clear(table::<T>()?).map_err(to_reth)
+    }
+
+    fn cursor_write<T: Table>(&self) -> Result<Self::CursorMut<T>, DatabaseError> {
+        Ok(UpstreamCursor::new(self.raw.cursor_mut(table::<T>()?).map_err(to_reth)?))
+    }
+
+    fn cursor_dup_write<T: DupSort>(&self) -> Result<Self::DupCursorMut<T>, DatabaseError> {
+        self.cursor_write::<T>()
+    }
+}
+
+impl<X: RawTxMut> TableImporter for UpstreamTx<X> {}
+
+impl<C: RawCursor, T: Table> DbCursorRO<T> for UpstreamCursor<C, T> {
+    fn first(&mut self) -> PairResult<T> {
+        decode_pair::<T>(self.raw.first())
+    }
+
+    fn seek_exact(&mut self, key: T::Key) -> PairResult<T> {
+        decode_pair::<T>(self.raw.seek_exact(key.encode().as_ref()))
+    }
+
+    fn seek(&mut self, key: T::Key) -> PairResult<T> {
+        decode_pair::<T>(self.raw.seek(key.encode().as_ref()))
+    }
+
+    fn next(&mut self) -> PairResult<T> {
+        decode_pair::<T>(self.raw.next())
+    }
+
+    fn prev(&mut self) -> PairResult<T> {
+        decode_pair::<T>(self.raw.prev())
+    }
+
+    fn last(&mut self) -> PairResult<T> {
+        decode_pair::<T>(self.raw.last())
+    }
+
+    fn current(&mut self) -> PairResult<T> {
+        decode_pair::<T>(self.raw.current())
+    }
+
+    fn walk(&mut self, start_key: Option<T::Key>) -> Result<Walker<'_, T, Self>, DatabaseError> {
+        let start = match start_key {
+            Some(key) => self.seek(key),
+            None => self.first(),
+        }
+        .transpose();
+        Ok(Walker::new(self, start))
+    }
+
+    fn walk_range(
+        &mut self,
+        range: impl RangeBounds<T::Key>,
+    ) -> Result<RangeWalker<'_, T, Self>, DatabaseError> {
+        let start = match range.start_bound().cloned() {
+            Bound::Included(key) => self.seek(key),
+            // As reth's MDBX cursor, an excluded start is not supported by Rust ranges.
+            Bound::Excluded(key) => {
+                let first = self.seek(key.clone())?;
+                match first {
+                    Some((k, _)) if k == key => self.next(),
+                    other => Ok(other),
+                }
+            }
+            Bound::Unbounded => self.first(),
+        }
+        .transpose();
+        Ok(RangeWalker::new(self, start, range.end_bound().cloned()))
+    }
+
+    fn walk_back(
+        &mut self,
+        start_key: Option<T::Key>,
+    ) -> Result<ReverseWalker<'_, T, Self>, DatabaseError> {
+        // MDBX's behaviour, kept: a start key positions at the first key >= it.
+        let start = match start_key {
+            Some(key) => self.seek(key),
+            None => self.last(),
+        }
+        .transpose();
+        Ok(ReverseWalker::new(self, start))
+    }
+}
+
+impl<C: RawCursor, T: DupSort> DbDupCursorRO<T> for UpstreamCursor<C, T> {
+    fn prev_dup(&mut self) -> PairResult<T> {
+        decode_pair::<T>(self.raw.prev_dup())
+    }
+
+    fn next_dup(&mut self) -> PairResult<T> {
+        decode_pair::<T>(self.raw.next_dup())
+    }
+
+    fn last_dup(&mut self) -> ValueOnlyResult<T> {
+        decode_value::<T>(self.raw.last_dup())
+    }
+
+    fn next_no_dup(&mut self) -> PairResult<T> {
+        decode_pair::<T>(self.raw.next_no_dup())
+    }
+
+    fn next_dup_val(&mut self) -> ValueOnlyResult<T> {
+        decode_value::<T>(self.raw.next_dup().map(|p| p.map(|(_, v)| v)))
+    }
+
+    fn seek_by_key_subkey(&mut self, key: T::Key, subkey: T::SubKey) -> ValueOnlyResult<T> {
+        decode_value::<T>(
+            self.raw
+                .seek_by_key_subkey(key.encode().as_ref(), subkey.encode().as_ref()),
+        )
+    }
+
+    fn walk_dup(
+        &mut self,
+        key: Option<T::Key>,
+        subkey: Option<T::SubKey>,
+    ) -> Result<DupWalker<'_, T, Self>, DatabaseError> {
+        let start: IterPairResult<T> = match (key, subkey) {
+            (Some(key), Some(subkey)) => {
+                let encoded = key.clone().encode();
+                match self.seek_by_key_subkey(key.clone(), subkey) {
+                    Ok(Some(v)) => Some(T::Key::decode(encoded.as_ref()).map(|k| (k, v))),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                }
+            }
+            (Some(key), None) => self.seek_exact(key).transpose(),
+            (None, Some(subkey)) => match self.first()? {
+                Some((key, _)) => match self.seek_by_key_subkey(key.clone(), subkey) {
+                    Ok(Some(v)) => Some(Ok((key, v))),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                },
+                None => Some(Err(DatabaseError::Read(DatabaseErrorInfo {
+                    message: "no rows (MDBX_NOTFOUND)".into(),
+                    code: -30798,
+                }))),
+            },
+            (None, None) => self.first().transpose(),
+        };
+        Ok(DupWalker { cursor: self, start })
+    }
+}
+
+impl<C: RawCursorMut, T: Table> DbCursorRW<T> for UpstreamCursor<C, T> {
+    fn upsert(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
+        compress::<T>(value, &mut self.buf);
+        self.raw.upsert(key.encode().as_ref(), &self.buf).map_err(to_reth)
+    }
+
+    fn insert(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
+        compress::<T>(value, &mut self.buf);
+        self.raw.insert(key.encode().as_ref(), &self.buf).map_err(to_reth)
+    }
+
+    fn append(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
+        compress::<T>(value, &mut self.buf);
+        self.raw.append(key.encode().as_ref(), &self.buf).map_err(to_reth)
+    }
+
+    fn delete_current(&mut self) -> Result<(), DatabaseError> {
+        self.raw.delete_current().map_err(to_reth)
+    }
+}
+
+impl<C: RawCursorMut, T: DupSort> DbDupCursorRW<T> for UpstreamCursor<C, T> {
+    fn delete_current_duplicates(&mut self) -> Result<(), DatabaseError> {
+        self.raw.delete_current_duplicates().map_err(to_reth)
+    }
+
+    fn append_dup(&mut self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
+        compress::<T>(&value, &mut self.buf);
+        self.raw.append_dup(key.encode().as_ref(), &self.buf).map_err(to_reth)
+    }
+}
