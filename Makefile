@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/reth-hybrid/target
 CARGO ?= cargo
 
-.PHONY: deps demo test lint check-api-deps fmt bench-engines
+.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration integration
 
 # bindgen (RocksDB and MDBX bindings) needs libclang; the engines need a C/C++ compiler.
 deps:
@@ -51,3 +51,12 @@ fmt:
 # Engine microbenchmarks (release build in its own target dir); prints MDBX/RocksDB ratios.
 bench-engines: deps
 	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench engines
+
+# Migration throughput (ours vs row-by-row vs raw copy) on a generated datadir of 10M tx hashes.
+bench-migration: deps
+	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench migration
+
+# The reth v2.5.1 integration (its own workspace, git dependencies); prints SKIPPED when the reth
+# sources are not reachable. docs/reth-integration.md.
+integration: deps
+	scripts/integration-build
