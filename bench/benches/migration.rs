@@ -176,15 +176,25 @@ impl reth_hybrid_migrate::Progress for StepTimes {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; nothing to parse.
-    let root: PathBuf = std::env::var_os("RETH_HYBRID_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                .join(".cache/reth-hybrid/bench-data")
-        });
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` does not: then a small smoke run
+    // in a temporary folder checks the harness without the 10M-row datadir.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let smoke_dir = smoke.then(|| tempfile::tempdir().expect("tmp"));
+    let root: PathBuf = match &smoke_dir {
+        Some(d) => d.path().to_path_buf(),
+        None => std::env::var_os("RETH_HYBRID_BENCH_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+                    .join(".cache/reth-hybrid/bench-data")
+            }),
+    };
     std::fs::create_dir_all(&root).expect("bench dir");
-    let tx_millions: f64 = env_or("RETH_HYBRID_BENCH_TX_MILLIONS", 10.0);
+    let tx_millions: f64 = if smoke {
+        0.02
+    } else {
+        env_or("RETH_HYBRID_BENCH_TX_MILLIONS", 10.0)
+    };
     let template = template(&root, tx_millions);
     let scratch = tempfile::tempdir_in(&root).expect("scratch");
 

@@ -284,6 +284,17 @@ fn run_interleaves_pairs_resets_datadirs_and_keeps_every_runs_output() {
     std::net::TcpListener::bind(("127.0.0.1", port)).expect("the node's port was released");
     // A second run into the same folder is refused.
     assert!(run(&plan, &mut Vec::new()).is_err());
+    // A hybrid datadir cannot be reset with reth's unwind (it would not unwind RocksDB).
+    let mut unwind = plan.clone();
+    unwind.output = tmp.path().join("out-unwind");
+    unwind.candidate.reset = Reset::Unwind {
+        reth: "reth".into(),
+    };
+    let err = run(&unwind, &mut Vec::new()).expect_err("refused");
+    assert!(
+        err.to_string().contains("--candidate-restore-from"),
+        "{err}"
+    );
 }
 
 #[test]

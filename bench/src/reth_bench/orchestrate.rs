@@ -91,6 +91,12 @@ pub enum RunError {
         status: String,
         log: PathBuf,
     },
+    #[error(
+        "{datadir} keeps history in reth-hybrid's RocksDB; `reth stage unwind` sees only MDBX and \
+         would leave that history ahead of the chain. Reset it from a pristine copy instead \
+         (--{side}-restore-from <copy>)"
+    )]
+    UnwindHybrid { datadir: PathBuf, side: String },
     #[error("bad block range: {reason}")]
     BadRange { reason: String },
     #[error("bad engine RPC URL {url}: {reason}")]
@@ -367,6 +373,15 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
         plan.candidate.name,
         plan.candidate.layout
     );
+    for (setup, side) in [(&plan.baseline, "baseline"), (&plan.candidate, "candidate")] {
+        let hybrid = reth_hybrid_migrate::datadir::Datadir::new(&setup.datadir).has_rocksdb();
+        if hybrid && matches!(setup.reset, Reset::Unwind { .. }) {
+            return Err(RunError::UnwindHybrid {
+                datadir: setup.datadir.clone(),
+                side: side.to_string(),
+            });
+        }
+    }
     std::fs::create_dir_all(&plan.output).map_err(io(&plan.output))?;
     let addr = engine_addr(&plan.engine_rpc_url)?;
     let w = plan.warmup_blocks;
