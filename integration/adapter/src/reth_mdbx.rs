@@ -19,7 +19,12 @@ fn info(e: reth_libmdbx::Error, table: Option<Tables>) -> DatabaseErrorInfo {
     DatabaseErrorInfo::new(message, e.to_err_code()).with_engine("mdbx")
 }
 
-fn write_err(e: reth_libmdbx::Error, op: DatabaseWriteOperation, table: Tables, key: &[u8]) -> DatabaseError {
+fn write_err(
+    e: reth_libmdbx::Error,
+    op: DatabaseWriteOperation,
+    table: Tables,
+    key: &[u8],
+) -> DatabaseError {
     DatabaseError::Write(Box::new(DatabaseWriteError {
         info: info(e, Some(table)),
         operation: op,
@@ -97,7 +102,9 @@ pub struct RethCursor<K: TransactionKind> {
 
 impl<K: TransactionKind> std::fmt::Debug for RethCursor<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RethCursor").field("table", &self.table).finish()
+        f.debug_struct("RethCursor")
+            .field("table", &self.table)
+            .finish()
     }
 }
 
@@ -278,7 +285,13 @@ impl<K: TransactionKind> RawCursor for RethCursor<K> {
 }
 
 impl RethCursor<RW> {
-    fn put_with(&mut self, key: &[u8], value: &[u8], flags: WriteFlags, op: DatabaseWriteOperation) -> RawResult<()> {
+    fn put_with(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        flags: WriteFlags,
+        op: DatabaseWriteOperation,
+    ) -> RawResult<()> {
         let table = self.table;
         self.cursor
             .put(key, value, flags)
@@ -288,7 +301,12 @@ impl RethCursor<RW> {
 
 impl RawCursorMut for RethCursor<RW> {
     fn upsert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
-        self.put_with(key, value, WriteFlags::UPSERT, DatabaseWriteOperation::CursorUpsert)
+        self.put_with(
+            key,
+            value,
+            WriteFlags::UPSERT,
+            DatabaseWriteOperation::CursorUpsert,
+        )
     }
     fn insert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
         let flags = if self.table.is_dupsort() {
@@ -299,10 +317,20 @@ impl RawCursorMut for RethCursor<RW> {
         self.put_with(key, value, flags, DatabaseWriteOperation::CursorInsert)
     }
     fn append(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
-        self.put_with(key, value, WriteFlags::APPEND, DatabaseWriteOperation::CursorAppend)
+        self.put_with(
+            key,
+            value,
+            WriteFlags::APPEND,
+            DatabaseWriteOperation::CursorAppend,
+        )
     }
     fn append_dup(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
-        self.put_with(key, value, WriteFlags::APPEND_DUP, DatabaseWriteOperation::CursorAppendDup)
+        self.put_with(
+            key,
+            value,
+            WriteFlags::APPEND_DUP,
+            DatabaseWriteOperation::CursorAppendDup,
+        )
     }
     fn delete_current(&mut self) -> RawResult<()> {
         let table = self.table;

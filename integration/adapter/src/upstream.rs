@@ -44,12 +44,24 @@ pub fn to_reth(e: reth_hybrid_api::DatabaseError) -> DatabaseError {
         E::Write(w) => DatabaseError::Write(Box::new(DatabaseWriteError {
             info: info(w.info),
             operation: match w.operation {
-                reth_hybrid_api::DatabaseWriteOperation::CursorAppend => DatabaseWriteOperation::CursorAppend,
-                reth_hybrid_api::DatabaseWriteOperation::CursorUpsert => DatabaseWriteOperation::CursorUpsert,
-                reth_hybrid_api::DatabaseWriteOperation::CursorInsert => DatabaseWriteOperation::CursorInsert,
-                reth_hybrid_api::DatabaseWriteOperation::CursorAppendDup => DatabaseWriteOperation::CursorAppendDup,
-                reth_hybrid_api::DatabaseWriteOperation::PutUpsert => DatabaseWriteOperation::PutUpsert,
-                reth_hybrid_api::DatabaseWriteOperation::PutAppend => DatabaseWriteOperation::PutAppend,
+                reth_hybrid_api::DatabaseWriteOperation::CursorAppend => {
+                    DatabaseWriteOperation::CursorAppend
+                }
+                reth_hybrid_api::DatabaseWriteOperation::CursorUpsert => {
+                    DatabaseWriteOperation::CursorUpsert
+                }
+                reth_hybrid_api::DatabaseWriteOperation::CursorInsert => {
+                    DatabaseWriteOperation::CursorInsert
+                }
+                reth_hybrid_api::DatabaseWriteOperation::CursorAppendDup => {
+                    DatabaseWriteOperation::CursorAppendDup
+                }
+                reth_hybrid_api::DatabaseWriteOperation::PutUpsert => {
+                    DatabaseWriteOperation::PutUpsert
+                }
+                reth_hybrid_api::DatabaseWriteOperation::PutAppend => {
+                    DatabaseWriteOperation::PutAppend
+                }
                 reth_hybrid_api::DatabaseWriteOperation::Flush => DatabaseWriteOperation::Flush,
             },
             table_name: w.table_name,
@@ -78,7 +90,10 @@ fn table<T: Table>() -> Result<Tables, DatabaseError> {
 fn decode_pair<T: Table>(row: RawResult<Option<(Vec<u8>, Vec<u8>)>>) -> PairResult<T> {
     match row.map_err(to_reth)? {
         None => Ok(None),
-        Some((k, v)) => Ok(Some((T::Key::decode_owned(k)?, T::Value::decompress_owned(v)?))),
+        Some((k, v)) => Ok(Some((
+            T::Key::decode_owned(k)?,
+            T::Value::decompress_owned(v)?,
+        ))),
     }
 }
 
@@ -217,7 +232,9 @@ impl<X: RawTx> DbTx for UpstreamTx<X> {
     }
 
     fn cursor_read<T: Table>(&self) -> Result<Self::Cursor<T>, DatabaseError> {
-        Ok(UpstreamCursor::new(self.raw.cursor(table::<T>()?).map_err(to_reth)?))
+        Ok(UpstreamCursor::new(
+            self.raw.cursor(table::<T>()?).map_err(to_reth)?,
+        ))
     }
 
     fn cursor_dup_read<T: DupSort>(&self) -> Result<Self::DupCursor<T>, DatabaseError> {
@@ -251,7 +268,11 @@ impl<X: RawTxMut> DbTxMut for UpstreamTx<X> {
             .map_err(to_reth)
     }
 
-    fn delete<T: Table>(&self, key: T::Key, value: Option<T::Value>) -> Result<bool, DatabaseError> {
+    fn delete<T: Table>(
+        &self,
+        key: T::Key,
+        value: Option<T::Value>,
+    ) -> Result<bool, DatabaseError> {
         let buf = value.map(|v| {
             let mut buf = Vec::new();
             compress::<T>(&v, &mut buf);
@@ -267,7 +288,9 @@ impl<X: RawTxMut> DbTxMut for UpstreamTx<X> {
     }
 
     fn cursor_write<T: Table>(&self) -> Result<Self::CursorMut<T>, DatabaseError> {
-        Ok(UpstreamCursor::new(self.raw.cursor_mut(table::<T>()?).map_err(to_reth)?))
+        Ok(UpstreamCursor::new(
+            self.raw.cursor_mut(table::<T>()?).map_err(to_reth)?,
+        ))
     }
 
     fn cursor_dup_write<T: DupSort>(&self) -> Result<Self::DupCursorMut<T>, DatabaseError> {
@@ -405,24 +428,33 @@ impl<C: RawCursor, T: DupSort> DbDupCursorRO<T> for UpstreamCursor<C, T> {
             },
             (None, None) => self.first().transpose(),
         };
-        Ok(DupWalker { cursor: self, start })
+        Ok(DupWalker {
+            cursor: self,
+            start,
+        })
     }
 }
 
 impl<C: RawCursorMut, T: Table> DbCursorRW<T> for UpstreamCursor<C, T> {
     fn upsert(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
         compress::<T>(value, &mut self.buf);
-        self.raw.upsert(key.encode().as_ref(), &self.buf).map_err(to_reth)
+        self.raw
+            .upsert(key.encode().as_ref(), &self.buf)
+            .map_err(to_reth)
     }
 
     fn insert(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
         compress::<T>(value, &mut self.buf);
-        self.raw.insert(key.encode().as_ref(), &self.buf).map_err(to_reth)
+        self.raw
+            .insert(key.encode().as_ref(), &self.buf)
+            .map_err(to_reth)
     }
 
     fn append(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
         compress::<T>(value, &mut self.buf);
-        self.raw.append(key.encode().as_ref(), &self.buf).map_err(to_reth)
+        self.raw
+            .append(key.encode().as_ref(), &self.buf)
+            .map_err(to_reth)
     }
 
     fn delete_current(&mut self) -> Result<(), DatabaseError> {
@@ -437,6 +469,8 @@ impl<C: RawCursorMut, T: DupSort> DbDupCursorRW<T> for UpstreamCursor<C, T> {
 
     fn append_dup(&mut self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
         compress::<T>(&value, &mut self.buf);
-        self.raw.append_dup(key.encode().as_ref(), &self.buf).map_err(to_reth)
+        self.raw
+            .append_dup(key.encode().as_ref(), &self.buf)
+            .map_err(to_reth)
     }
 }
