@@ -43,6 +43,7 @@ check-api-deps:
 
 lint: deps
 	$(CARGO) fmt --all -- --check
+	rustfmt --check --edition 2024 $$(find integration -name '*.rs' -not -path '*/target/*')
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 fmt:
