@@ -243,11 +243,11 @@ pub fn append_dup_checks_only_the_keys_own_duplicates<E: RawEngine>(e: &E) {
     dup_rows(e);
     let tx = e.begin_rw().expect("rw");
     let mut c = tx.cursor_mut(DUP).expect("c");
-    assert_eq!(
-        code(c.append_dup(&dk(3), &[0x0d])),
-        codes::KEY_MISMATCH,
-        "equal to the last duplicate"
-    );
+    // Equal to the key's last duplicate: libmdbx 0.14 refuses it (KEY_MISMATCH); 0.13, which
+    // reth v2.5.1 bundles, accepts it as a no-op. Either way no row is added (counted below).
+    if let Err(e) = c.append_dup(&dk(3), &[0x0d]) {
+        assert_eq!(e.code(), Some(codes::KEY_MISMATCH), "equal to the last duplicate");
+    }
     assert_eq!(code(c.append_dup(&dk(3), &[0x0c])), codes::KEY_MISMATCH);
     c.append_dup(&dk(1), &[0x0f])
         .expect("key 1 is not the last key, but 0f > 0c");
