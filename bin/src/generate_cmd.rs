@@ -3,7 +3,7 @@
 use eyre::{WrapErr, bail};
 use reth_hybrid_api::typed::TypedDatabase;
 use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
-use reth_hybrid_migrate::{GenerateSpec, generate};
+use reth_hybrid_migrate::{GenerateSpec, generate_with_progress};
 use std::{io::Write, path::PathBuf, time::Instant};
 
 #[derive(Debug, clap::Args)]
@@ -39,12 +39,14 @@ pub fn run(args: &GenerateArgs, out: &mut impl Write) -> eyre::Result<()> {
         MdbxOptions::create().with_geometry(Geometry::SMALL),
     )
     .wrap_err_with(|| format!("creating a datadir in {}", args.datadir.display()))?;
-    let report = generate(
+    let bars = crate::progress::Bars::new(args.json);
+    let report = generate_with_progress(
         &TypedDatabase::new(engine),
         &GenerateSpec {
             txs_per_block: args.txs_per_block.max(1),
             ..GenerateSpec::new(args.scale, args.seed)
         },
+        &bars,
     )
     .wrap_err("writing the synthetic datadir")?;
     let secs = started.elapsed().as_secs_f64();

@@ -99,6 +99,15 @@ pub fn generate<DB: Database>(
     db: &DB,
     spec: &GenerateSpec,
 ) -> Result<GenerateReport, DatabaseError> {
+    generate_with_progress(db, spec, &crate::progress::NoProgress)
+}
+
+/// [`generate`], reporting blocks written as they commit.
+pub fn generate_with_progress<DB: Database>(
+    db: &DB,
+    spec: &GenerateSpec,
+    progress: &dyn crate::progress::Progress,
+) -> Result<GenerateReport, DatabaseError> {
     let scale = spec.scale.max(1);
     let mut rng = Rng(spec.seed ^ 0x5eed_0000_0000_0000);
     let blocks = 100 * scale;
@@ -158,6 +167,7 @@ pub fn generate<DB: Database>(
 
     let mut tx_num = 0u64;
     let mut block = 1;
+    progress.begin("generating blocks", Some(blocks));
     while block <= blocks {
         let tx = db.tx_mut()?;
         let last = (block + BLOCKS_PER_COMMIT - 1).min(blocks);
@@ -227,8 +237,10 @@ pub fn generate<DB: Database>(
             }
         }
         tx.commit()?;
+        progress.advance(last + 1 - block);
         block = last + 1;
     }
+    progress.end();
 
     // Current state, hashed state, history indices, checkpoints.
     let tx = db.tx_mut()?;

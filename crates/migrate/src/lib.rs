@@ -17,7 +17,7 @@ pub mod verify;
 
 pub use digest::TableDigest;
 pub use error::MigrateError;
-pub use generate::{GenerateReport, GenerateSpec, generate};
+pub use generate::{GenerateReport, GenerateSpec, generate, generate_with_progress};
 pub use migrate::{MigrateReport, TableReport, migrate};
 pub use plan::{MigrateRequest, Plan, TablePlan, plan};
 pub use progress::{NoProgress, Progress};

@@ -246,7 +246,11 @@ pub fn append_dup_checks_only_the_keys_own_duplicates<E: RawEngine>(e: &E) {
     // Equal to the key's last duplicate: libmdbx 0.14 refuses it (KEY_MISMATCH); 0.13, which
     // reth v2.5.1 bundles, accepts it as a no-op. Either way no row is added (counted below).
     if let Err(e) = c.append_dup(&dk(3), &[0x0d]) {
-        assert_eq!(e.code(), Some(codes::KEY_MISMATCH), "equal to the last duplicate");
+        assert_eq!(
+            e.code(),
+            Some(codes::KEY_MISMATCH),
+            "equal to the last duplicate"
+        );
     }
     assert_eq!(code(c.append_dup(&dk(3), &[0x0c])), codes::KEY_MISMATCH);
     c.append_dup(&dk(1), &[0x0f])
