@@ -289,14 +289,7 @@ impl Run<'_> {
         let table = self.state.tables[idx].table;
         let sst_bytes = |s: &crate::state::TableState| s.chunks.iter().map(|c| c.bytes).sum();
         if self.state.tables[idx].phase == Phase::Done {
-            let d =
-                self.state.tables[idx]
-                    .chunks
-                    .iter()
-                    .fold(TableDigest::default(), |mut d, c| {
-                        d.merge(&c.digest);
-                        d
-                    });
+            let d = self.state.tables[idx].copied();
             return Ok((d, sst_bytes(&self.state.tables[idx])));
         }
         if self.layout()?.engine_of(table) == EngineKind::RocksDb {
@@ -343,14 +336,7 @@ impl Run<'_> {
             self.progress.end();
             crash_point!("AfterIngest");
         }
-        let copied =
-            self.state.tables[idx]
-                .chunks
-                .iter()
-                .fold(TableDigest::default(), |mut d, c| {
-                    d.merge(&c.digest);
-                    d
-                });
+        let copied = self.state.tables[idx].copied();
         // The source side: the copy's own checksum when the whole table was read in this run's
         // one transaction (we hold the storage lock, so nothing changed since); after an
         // interruption the source may have been opened in between, so it is read again.

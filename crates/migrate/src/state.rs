@@ -41,6 +41,15 @@ pub struct TableState {
     pub chunks: Vec<SstChunk>,
 }
 
+impl TableState {
+    /// Digest of every row copied into the recorded SST files.
+    pub fn copied(&self) -> TableDigest {
+        let mut digest = TableDigest::default();
+        self.chunks.iter().for_each(|c| digest.merge(&c.digest));
+        digest
+    }
+}
+
 /// `<datadir>/hybrid-migration.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MigrationState {
