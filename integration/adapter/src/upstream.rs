@@ -443,11 +443,30 @@ impl<C: RawCursorMut, T: Table> DbCursorRW<T> for UpstreamCursor<C, T> {
             .map_err(to_reth)
     }
 
+    /// `MDBX_NOOVERWRITE`, as reth's MDBX cursor, on every table: a dupsort key with any
+    /// duplicate refuses another (the raw `insert` refuses only the exact pair).
     fn insert(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
+        let key = key.encode();
+        if table::<T>()?.is_dupsort()
+            && self
+                .raw
+                .seek_exact(key.as_ref())
+                .map_err(to_reth)?
+                .is_some()
+        {
+            return Err(DatabaseWriteError {
+                info: DatabaseErrorInfo {
+                    message: "key already exists (MDBX_KEYEXIST)".into(),
+                    code: reth_hybrid_api::error::codes::KEY_EXIST,
+                },
+                operation: DatabaseWriteOperation::CursorInsert,
+                table_name: T::NAME,
+                key: key.as_ref().to_vec(),
+            }
+            .into());
+        }
         compress::<T>(value, &mut self.buf);
-        self.raw
-            .insert(key.encode().as_ref(), &self.buf)
-            .map_err(to_reth)
+        self.raw.insert(key.as_ref(), &self.buf).map_err(to_reth)
     }
 
     fn append(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {

@@ -118,3 +118,26 @@ fn a_storage_v2_datadir_is_refused() {
         .expect_err("refused");
     assert!(format!("{err:#}").contains("storage v2"), "{err:#}");
 }
+
+#[test]
+fn dupsort_insert_refuses_an_existing_key_as_reths_mdbx_does() {
+    use reth_db_api::{table::Table, tables::PlainStorageState};
+    type StorageEntry = <PlainStorageState as Table>::Value;
+    let dir = tempfile::tempdir().expect("tmp");
+    let db =
+        open_hybrid(dir.path(), DatabaseArguments::new(ClientVersion::default())).expect("open");
+    let tx = db.tx_mut().expect("rw");
+    let mut c = tx.cursor_dup_write::<PlainStorageState>().expect("cursor");
+    let addr = Address::repeat_byte(1);
+    let entry = |k: u8| StorageEntry {
+        key: B256::repeat_byte(k),
+        value: alloy_primitives::U256::from(k),
+    };
+    c.insert(addr, &entry(1)).expect("first");
+    assert!(
+        c.insert(addr, &entry(2)).is_err(),
+        "reth's db_cursor_insert_dup: a second duplicate is refused"
+    );
+    drop(c);
+    assert_eq!(tx.entries::<PlainStorageState>().expect("n"), 1);
+}

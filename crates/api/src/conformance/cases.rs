@@ -445,3 +445,31 @@ pub fn typed_walkers_follow_reth_semantics<E: RawEngine + Clone>(e: &E) {
     drop(d);
     tx.commit().expect("commit");
 }
+
+/// reth's `DbCursorRW::insert` is `MDBX_NOOVERWRITE` on every table: a dupsort key that already
+/// has a duplicate refuses another one (reth's own test `db_cursor_insert_dup`).
+pub fn typed_dupsort_insert_refuses_an_existing_key<E: RawEngine + Clone>(e: &E) {
+    let db = TypedDatabase::new(e.clone());
+    let tx = db.tx_mut().expect("rw");
+    let mut c = tx.cursor_dup_write::<PlainStorageState>().expect("c");
+    let addr = Address::repeat_byte(1);
+    let entry = |k: u8| StorageEntry {
+        key: B256::repeat_byte(k),
+        value: U256::from(k),
+    };
+    c.insert(addr, &entry(1)).expect("first duplicate");
+    assert_eq!(
+        code(c.insert(addr, &entry(2))),
+        codes::KEY_EXIST,
+        "a second duplicate of an existing key"
+    );
+    assert_eq!(
+        c.next_dup_val().expect("dup"),
+        None,
+        "no duplicate was added"
+    );
+    c.insert(Address::repeat_byte(2), &entry(3))
+        .expect("another key");
+    drop(c);
+    assert_eq!(tx.entries::<PlainStorageState>().expect("entries"), 2);
+}

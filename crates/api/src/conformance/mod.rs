@@ -79,7 +79,8 @@ macro_rules! conformance_suite {
                 clear_removes_all_rows_and_keeps_table,
                 entries_counts_duplicates,
                 delete_on_unpositioned_cursor_fails_with_no_data,
-                typed_walkers_follow_reth_semantics
+                typed_walkers_follow_reth_semantics,
+                typed_dupsort_insert_refuses_an_existing_key
             );
         }
     };

@@ -414,9 +414,23 @@ impl<T: Table, C: RawCursorMut> DbCursorRW<T> for TypedCursor<T, C> {
             .upsert(key.encode().as_ref(), &compress_to_vec(value))
     }
 
+    /// reth inserts with `MDBX_NOOVERWRITE` on every table: on a dupsort table a key that has
+    /// any duplicate already is refused (`KEY_EXIST`, the cursor on its first duplicate), while
+    /// the raw `insert` refuses only the exact pair (`MDBX_NODUPDATA`).
     fn insert(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
-        self.raw
-            .insert(key.encode().as_ref(), &compress_to_vec(value))
+        let key = key.encode();
+        if table_of::<T>()?.is_dupsort() && self.raw.seek_exact(key.as_ref())?.is_some() {
+            return Err(DatabaseError::Write(Box::new(crate::DatabaseWriteError {
+                info: crate::DatabaseErrorInfo::new(
+                    "key already exists",
+                    crate::error::codes::KEY_EXIST,
+                ),
+                operation: crate::DatabaseWriteOperation::CursorInsert,
+                table_name: T::NAME,
+                key: key.as_ref().to_vec(),
+            })));
+        }
+        self.raw.insert(key.as_ref(), &compress_to_vec(value))
     }
 
     fn append(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
