@@ -18,7 +18,27 @@ fn main() {
         // SAFETY: single-threaded here, before the runtime starts.
         unsafe { std::env::set_var("RUST_BACKTRACE", "1") };
     }
-    if let Err(err) = Cli::<EthereumChainSpecParser>::parse().run(async move |builder, _| {
+    let cli = Cli::<EthereumChainSpecParser>::parse();
+    // reth's other commands open MDBX alone: on a hybrid datadir an offline writer (stage unwind,
+    // db clear, prune, import...) would change MDBX and leave the RocksDB tables out of step.
+    #[cfg(feature = "hybrid")]
+    {
+        use reth_ethereum_cli::interface::Commands;
+        if !matches!(
+            cli.command,
+            Commands::Node(_) | Commands::DumpGenesis(_) | Commands::Config(_)
+        ) {
+            eprintln!(
+                "reth-hybrid-node (feature hybrid) runs `node` only: reth's other commands open \
+                 MDBX alone and would leave a hybrid datadir's RocksDB tables (history, tx hashes) \
+                 out of step. Inspect with `reth-hybrid stats|verify`, move tables with \
+                 `reth-hybrid migrate`, and use reth-hybrid-node built without `hybrid` (stock) \
+                 on MDBX-only datadirs"
+            );
+            std::process::exit(2);
+        }
+    }
+    if let Err(err) = cli.run(async move |builder, _| {
         #[cfg(feature = "hybrid")]
         {
             let mut config = builder.config().clone();
