@@ -245,6 +245,7 @@ fn main() {
     )
     .expect("migrate");
     let ours = t.elapsed().as_secs_f64();
+    eprintln!("  (open, preflight, state files and the final cleanup: the rest)");
     eprintln!("reth-hybrid migrate (verification included): {ours:.2} s");
 
     println!(

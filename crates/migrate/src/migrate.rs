@@ -374,7 +374,12 @@ impl Run<'_> {
             });
         }
         crash_point!("AfterVerify");
+        self.progress.begin(
+            &format!("{table}: switch (clear in MDBX, record the layout)"),
+            None,
+        );
         self.switch_layout(table, EngineKind::RocksDb, |wtx| Ok(wtx.clear(table)?))?;
+        self.progress.end();
         crash_point!("AfterSwitch");
         self.finish_table(idx)?;
         Ok((source, sst_bytes(&self.state.tables[idx])))
