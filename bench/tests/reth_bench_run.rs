@@ -284,6 +284,19 @@ fn run_interleaves_pairs_resets_datadirs_and_keeps_every_runs_output() {
     std::net::TcpListener::bind(("127.0.0.1", port)).expect("the node's port was released");
     // A second run into the same folder is refused.
     assert!(run(&plan, &mut Vec::new()).is_err());
+    // A restore source that is the datadir itself, or missing, is refused before anything
+    // is deleted.
+    for bad in [b.clone(), tmp.path().join("no-such-copy")] {
+        let mut p = plan.clone();
+        p.output = tmp.path().join("out-bad-restore");
+        p.candidate.reset = Reset::Restore { from: bad };
+        let err = run(&p, &mut Vec::new()).expect_err("refused");
+        assert!(
+            err.to_string().contains("--candidate-restore-from"),
+            "{err}"
+        );
+        assert!(b.join("db/mdbx.dat").exists(), "the datadir is untouched");
+    }
     // A hybrid datadir cannot be reset with reth's unwind (it would not unwind RocksDB).
     let mut unwind = plan.clone();
     unwind.output = tmp.path().join("out-unwind");

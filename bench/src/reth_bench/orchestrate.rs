@@ -97,6 +97,11 @@ pub enum RunError {
          (--{side}-restore-from <copy>)"
     )]
     UnwindHybrid { datadir: PathBuf, side: String },
+    #[error(
+        "--{side}-restore-from {from} must be a pristine copy of the {side} datadir (an existing \
+         datadir, not the datadir itself): every run replaces the datadir with it"
+    )]
+    BadRestoreSource { from: PathBuf, side: String },
     #[error("bad block range: {reason}")]
     BadRange { reason: String },
     #[error("bad engine RPC URL {url}: {reason}")]
@@ -290,17 +295,47 @@ fn reset(setup: &Setup, start: u64, dir: &Path) -> Result<(), RunError> {
             run_logged(cmd, "reth stage unwind", &dir.join("reset.log"))
         }
         Reset::Restore { from } => {
+            // ORDER: copy next to the datadir first, then swap, so a failed copy (missing
+            // source, full disk) leaves the datadir as it was.
+            let staged = setup.datadir.with_extension("restoring");
+            if staged.exists() {
+                std::fs::remove_dir_all(&staged).map_err(io(&staged))?;
+            }
+            let mut cmd = Command::new("cp");
+            cmd.arg("-a").arg("--reflink=auto").arg(from).arg(&staged);
+            run_logged(cmd, "restoring the datadir", &dir.join("reset.log"))?;
             if setup.datadir.exists() {
                 std::fs::remove_dir_all(&setup.datadir).map_err(io(&setup.datadir))?;
             }
-            let mut cmd = Command::new("cp");
-            cmd.arg("-a")
-                .arg("--reflink=auto")
-                .arg(from)
-                .arg(&setup.datadir);
-            run_logged(cmd, "restoring the datadir", &dir.join("reset.log"))
+            std::fs::rename(&staged, &setup.datadir).map_err(io(&setup.datadir))
         }
     }
+}
+
+/// The datadir each run of `setup` starts from: the pristine copy when restoring, else itself.
+fn start_state(setup: &Setup) -> &Path {
+    match &setup.reset {
+        Reset::Restore { from } => from,
+        Reset::Unwind { .. } => &setup.datadir,
+    }
+}
+
+/// A restore source must be another, existing datadir: the run replaces the datadir with it.
+fn check_restore_source(setup: &Setup, side: &str) -> Result<(), RunError> {
+    let Reset::Restore { from } = &setup.reset else {
+        return Ok(());
+    };
+    let same = match (from.canonicalize(), setup.datadir.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same || !from.join("db").join("mdbx.dat").exists() {
+        return Err(RunError::BadRestoreSource {
+            from: from.clone(),
+            side: side.to_string(),
+        });
+    }
+    Ok(())
 }
 
 fn bench_command(
@@ -340,9 +375,12 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
             output: plan.output.clone(),
         });
     }
+    check_restore_source(&plan.baseline, "baseline")?;
+    check_restore_source(&plan.candidate, "candidate")?;
+    // What the runs will start from: with restores, the pristine copies.
     let (a, _) = check_pair(
-        (&plan.baseline.datadir, plan.baseline.layout),
-        (&plan.candidate.datadir, plan.candidate.layout),
+        (start_state(&plan.baseline), plan.baseline.layout),
+        (start_state(&plan.candidate), plan.candidate.layout),
     )?;
     let head = a.head.unwrap_or(0);
     let start = match plan.range {
