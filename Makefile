@@ -8,32 +8,26 @@ CARGO ?= cargo
 
 .PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration integration
 
-# bindgen (RocksDB and MDBX bindings) needs libclang; the engines need a C/C++ compiler.
+# Installs what the build needs (libclang as bindgen looks for it, C/C++ compilers, chart font)
+# and says what it found: scripts/deps.
 deps:
-	@if ! command -v $(CARGO) >/dev/null; then echo "cargo not found: install Rust (rustup) first" >&2; exit 1; fi
-	@if ! ldconfig -p 2>/dev/null | grep -q 'libclang'; then \
-		echo "libclang missing: installing libclang-dev with apt"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libclang-dev clang >/dev/null; \
-	fi
-	@if [ ! -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] && [ -z "$$RETH_HYBRID_CHART_FONT" ]; then \
-		echo "chart font missing: installing fonts-dejavu-core with apt (bench compare charts)"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fonts-dejavu-core >/dev/null || \
-		echo "could not install fonts-dejavu-core: bench compare will skip its charts" >&2; \
-	fi
-	@if ! command -v c++ >/dev/null; then \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++ >/dev/null; \
-	fi
+	@scripts/deps
 
 # Generate a small reth datadir, migrate it to the hybrid layout, verify, compare lookups,
 # roll back; prints a summary. DEMO_ARGS passes options (e.g. DEMO_ARGS="--scale 200").
 demo: deps
 	$(CARGO) run -q -p reth-hybrid-cli --bin reth-hybrid -- demo $(DEMO_ARGS)
 
+# Skipped tests (a fixture or binary they need is absent) append a line to the skip log, shown
+# after the run: cargo hides what passing tests print.
+export RETH_HYBRID_SKIP_LOG ?= $(CARGO_TARGET_DIR)/skipped-tests.txt
 test: deps check-api-deps
+	@mkdir -p $(dir $(RETH_HYBRID_SKIP_LOG)) && rm -f $(RETH_HYBRID_SKIP_LOG)
 	$(CARGO) test --workspace --all-targets
+	scripts/test-scripts
+	@if [ -s $(RETH_HYBRID_SKIP_LOG) ]; then \
+		echo "== skipped tests ($$(wc -l < $(RETH_HYBRID_SKIP_LOG))):"; sort $(RETH_HYBRID_SKIP_LOG); \
+	else echo "== no test skipped"; fi
 
 # The api crate must not depend on an engine, not even transitively (STYLE.md, layers).
 check-api-deps:

@@ -171,7 +171,10 @@ fn bench_engine<E: RawEngine>(c: &mut Criterion, name: &str, e: &E, d: &Data) {
 }
 
 fn main() {
-    let mut c = Criterion::default().configure_from_args();
+    // No charts: the ratios printed are the result, and a chart backend must never end a run
+    // (criterion's plotters charts panicked with FontUnavailable when plotters' ab_glyph text,
+    // enabled for our own reports, had no registered font).
+    let mut c = Criterion::default().without_plots().configure_from_args();
     let d = data();
     let mdbx_dir = tempfile::tempdir().expect("tmp");
     let rocks_dir = tempfile::tempdir().expect("tmp");

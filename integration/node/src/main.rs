@@ -12,8 +12,15 @@ use clap::Parser;
 use reth_ethereum_cli::{chainspec::EthereumChainSpecParser, interface::Cli};
 use reth_node_ethereum::EthereumNode;
 
+/// Which storage this build runs; `--version` and the startup log name it, and
+/// `make integration` checks each binary against the name it is copied to.
+const STORAGE_VARIANT: &str = if cfg!(feature = "hybrid") { "hybrid" } else { "mdbx" };
+
 fn main() {
     reth_cli_util::sigsegv_handler::install();
+    if matches!(std::env::args().nth(1).as_deref(), Some("--version" | "-V")) {
+        println!("reth-hybrid-node storage: {STORAGE_VARIANT}");
+    }
     if std::env::var_os("RUST_BACKTRACE").is_none() {
         // SAFETY: single-threaded here, before the runtime starts.
         unsafe { std::env::set_var("RUST_BACKTRACE", "1") };
@@ -39,6 +46,17 @@ fn main() {
         }
     }
     if let Err(err) = cli.run(async move |builder, _| {
+        tracing::info!(
+            target: "reth_hybrid",
+            storage = STORAGE_VARIANT,
+            "reth-hybrid-node {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            if cfg!(feature = "hybrid") {
+                "hybrid: history and tx-hash index in RocksDB"
+            } else {
+                "stock MDBX"
+            }
+        );
         #[cfg(feature = "hybrid")]
         {
             let mut config = builder.config().clone();
