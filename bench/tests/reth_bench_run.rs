@@ -326,10 +326,13 @@ fn real_reth_bench_end_to_end_when_configured() {
         .filter(|v| std::env::var_os(v).is_none())
         .collect();
     if !missing.is_empty() {
-        eprintln!(
-            "SKIPPED real reth-bench run: set {} (a reth-bench binary from reth v2.2.0 or v1.11.4, \
-             a block source RPC, and two synced datadirs with the commands that start their nodes)",
-            missing.join(", ")
+        reth_hybrid_api::test_support::report_skip(
+            "real reth-bench run",
+            &format!(
+                "set {} (a reth-bench binary from reth v2.2.0 or v1.11.4, a block source RPC, and \
+                 two synced datadirs with the commands that start their nodes)",
+                missing.join(", ")
+            ),
         );
         return;
     }

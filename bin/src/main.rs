@@ -8,6 +8,7 @@ mod generate_cmd;
 mod layout_cmd;
 mod migrate_cmd;
 mod progress;
+mod report;
 mod stats_cmd;
 mod tables_cmd;
 mod verify_cmd;
@@ -23,6 +24,10 @@ struct Cli {
     /// e.g. 127.0.0.1:9001, for as long as the command runs.
     #[arg(long, global = true, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+
+    /// On an error, also print where in reth-hybrid it was raised (as RUST_BACKTRACE=1 does).
+    #[arg(short, long, global = true)]
+    verbose: bool,
 
     #[command(subcommand)]
     command: Command,
@@ -51,12 +56,23 @@ enum Command {
     Bench(bench_cmd::BenchCommand),
 }
 
-fn main() -> eyre::Result<()> {
+fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    let internals = report::wants_internals(cli.verbose);
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{}", report::render(&err, internals));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> eyre::Result<()> {
     if let Some(addr) = cli.metrics {
         metrics_exporter_prometheus::PrometheusBuilder::new()
             .with_http_listener(addr)

@@ -17,6 +17,8 @@ pub mod typed;
 pub mod conformance;
 #[cfg(feature = "test-utils")]
 pub mod model_engine;
+#[cfg(feature = "test-utils")]
+pub mod test_support;
 
 pub use error::{DatabaseError, DatabaseErrorInfo, DatabaseWriteError, DatabaseWriteOperation};
 pub use table::{Compress, Decode, Decompress, DupSort, Encode, Key, Table, TableInfo, Value};

@@ -8,20 +8,11 @@ use reth_hybrid_api::{
     raw::{RawCursor, RawEngine, RawTx},
     table::compress_to_vec,
     tables::Metadata,
+    test_support,
     typed::{Database, DbCursorRO, DbTx, TypedDatabase, decode_key, decode_value},
 };
 use reth_hybrid_mdbx::{MdbxEngine, MdbxTx};
-use std::{
-    collections::BTreeMap,
-    fs,
-    path::{Path, PathBuf},
-};
-
-fn fixtures_dir() -> PathBuf {
-    std::env::var_os("RETH_HYBRID_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"))
-}
+use std::{collections::BTreeMap, fs, path::Path};
 
 /// Copies `<fixture>/db` into a fresh temp datadir.
 fn copy_datadir(fixture: &Path) -> tempfile::TempDir {
@@ -121,26 +112,12 @@ fn subkey_len<T: DupSort>() -> Option<usize> {
 
 #[test]
 fn reth_v2_2_fixtures_decode_every_row() {
-    let dir = fixtures_dir();
-    if !dir.exists() {
-        eprintln!(
-            "SKIPPED reth_v2_2_fixtures_decode_every_row: no fixtures folder at {} (set RETH_HYBRID_FIXTURES)",
-            dir.display()
-        );
+    let Some(fixtures) = test_support::fixture_datadirs(
+        "reth_v2_2_fixtures_decode_every_row",
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+    ) else {
         return;
-    }
-    let mut fixtures: Vec<_> = fs::read_dir(&dir)
-        .expect("read fixtures dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("db/mdbx.dat").exists())
-        .collect();
-    fixtures.sort();
-    assert!(
-        !fixtures.is_empty(),
-        "fixtures folder {} holds no datadir",
-        dir.display()
-    );
-
+    };
     for fixture in fixtures {
         let expected = expected_entries(&fixture);
         let copy = copy_datadir(&fixture);
@@ -195,14 +172,13 @@ fn reth_v2_2_fixtures_decode_every_row() {
 
 #[test]
 fn dev_fixture_history_shards_follow_reths_rules() {
-    let fixture = fixtures_dir().join("reth-v2.2-dev-v1");
-    if !fixture.exists() {
-        eprintln!(
-            "SKIPPED dev_fixture_history_shards_follow_reths_rules: {} absent",
-            fixture.display()
-        );
+    let Some(fixture) = test_support::fixture_datadir(
+        "dev_fixture_history_shards_follow_reths_rules",
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        "reth-v2.2-dev-v1",
+    ) else {
         return;
-    }
+    };
     let copy = copy_datadir(&fixture);
     let db = TypedDatabase::new(MdbxEngine::open_read_only(copy.path()).expect("open"));
     let tx = db.tx().expect("tx");

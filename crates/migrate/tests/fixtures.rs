@@ -1,36 +1,23 @@
 //! Datadirs written by real reth v2.2 (in `../shared/fixtures`, v1 layout, reth's own empty
 //! `<datadir>/rocksdb` beside `db/`): migrated and rolled back on a copy, every row identical,
-//! `verify` passing at each step. Skipped, saying so, when the fixtures are absent.
+//! `verify` passing at each step. Fails in CI without them; elsewhere skipped, saying so
+//! (reth_hybrid_api::test_support).
 
 mod common;
 
 use common::{all_rows, copy_tree, counts};
 use reth_hybrid_api::{EngineKind, Tables};
 use reth_hybrid_migrate::{MigrateRequest, NoProgress, migrate, verify::verify};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-fn fixtures() -> Vec<PathBuf> {
-    let root = std::env::var_os("RETH_HYBRID_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        });
-    let Ok(entries) = std::fs::read_dir(&root) else {
-        eprintln!("SKIPPED: no reth fixtures at {}", root.display());
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("db/mdbx.dat").exists())
-        .collect();
-    dirs.sort();
-    dirs
+fn fixtures(test: &str) -> Vec<PathBuf> {
+    reth_hybrid_api::test_support::fixture_datadirs(test, Path::new(env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_default()
 }
 
 #[test]
 fn real_reth_datadirs_migrate_verify_and_roll_back_identical() {
-    for fixture in fixtures() {
+    for fixture in fixtures("real_reth_datadirs_migrate_verify_and_roll_back_identical") {
         let name = fixture
             .file_name()
             .expect("name")
