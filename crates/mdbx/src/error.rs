@@ -24,6 +24,14 @@ pub enum MdbxError {
         "datadir {path} is locked by running process {pid}; stop that reth node (or reth-hybrid command) first"
     )]
     Locked { path: PathBuf, pid: u32 },
+    #[error(
+        "datadir {path} is being locked by another reth-hybrid process that has not written its pid to db/lock yet; stop that command or let it finish, then run again"
+    )]
+    LockBusy { path: PathBuf },
+    #[error(
+        "datadir {path} is already open read-write in this process; drop the other handle before opening it again"
+    )]
+    AlreadyOpen { path: PathBuf },
     #[error("{path} has database version {found}, this tool supports version {supported}")]
     UnsupportedVersion {
         path: PathBuf,

@@ -1,19 +1,35 @@
 //! reth's storage lock file (`<datadir>/db/lock`): `pid\nstart_time`. A lock is live only if a
 //! process with that pid exists and started at that time (pids get reused). We write the same
 //! format so a reth node refuses to open a datadir while reth-hybrid holds it, and vice versa.
+//!
+//! reth itself only checks the file, then writes it: two processes that both find a stale lock
+//! both "win". We additionally hold an exclusive `flock` on the file for as long as the lock is
+//! held, so among reth-hybrid processes (and handles within one process) exactly one holds a
+//! datadir; the pid inside still keeps reth out, and a live reth's pid still keeps us out.
 
 use crate::error::MdbxError;
 use std::{
-    fs,
+    fs::{self, File, OpenOptions},
+    io,
+    os::{
+        fd::AsRawFd,
+        unix::fs::{FileExt, MetadataExt, OpenOptionsExt},
+    },
     path::{Path, PathBuf},
 };
 
 const LOCKFILE_NAME: &str = "lock";
 
-/// A held storage lock; removed on drop if it is still ours.
+/// How often `acquire` reopens the file after finding that the inode it locked was removed by the
+/// holder that just released it. Each retry means another process released the lock meanwhile.
+const MAX_ATTEMPTS: usize = 64;
+
+/// A held storage lock: the open lock file with our `flock` on it. Removed on drop if it is
+/// still ours.
 #[derive(Debug)]
 pub struct StorageLock {
     path: PathBuf,
+    file: File,
 }
 
 /// Pid and start time (unix seconds) of a process, as reth's lock records them.
@@ -64,41 +80,161 @@ impl ProcessUid {
 }
 
 /// The live holder of the lock in `db_dir`, if any (our own process does not count).
+///
+/// Read-only opens use only this check, without `flock`: its purpose is to keep readers away
+/// from a running reth (whose libmdbx lock format differs), and reth takes no `flock`. Taking
+/// even a shared `flock` to probe would make a concurrent read-write `acquire` fail, and two
+/// reth-hybrid processes already coordinate readers and writers through MDBX's own lock file.
 pub fn live_holder(db_dir: &Path) -> Option<ProcessUid> {
     let contents = fs::read_to_string(db_dir.join(LOCKFILE_NAME)).ok()?;
     let uid = ProcessUid::parse(&contents)?;
     (uid.pid != std::process::id() && uid.is_live()).then_some(uid)
 }
 
-impl StorageLock {
-    /// Takes the lock, refusing if a live process holds it.
-    pub fn acquire(db_dir: &Path) -> Result<Self, MdbxError> {
-        if let Some(holder) = live_holder(db_dir) {
-            return Err(MdbxError::Locked {
-                path: db_dir.to_path_buf(),
-                pid: holder.pid,
-            });
+/// The pid and start time written in an open lock file, if it holds them.
+fn read_uid(file: &File) -> Option<ProcessUid> {
+    let mut buf = [0u8; 128];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    ProcessUid::parse(std::str::from_utf8(&buf[..n]).ok()?)
+}
+
+/// Whether `file` is the inode that `path` names right now.
+fn is_current(file: &File, path: &Path) -> io::Result<bool> {
+    let held = file.metadata()?;
+    match fs::metadata(path) {
+        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Outcome of a non-blocking exclusive `flock`.
+enum Flock {
+    Held,
+    /// Another open file description holds it (another process, or another handle here).
+    Taken,
+    /// The filesystem does not support `flock`.
+    Unsupported(io::Error),
+}
+
+fn try_flock(file: &File) -> io::Result<Flock> {
+    loop {
+        // SAFETY: flock on a descriptor we own; it has no memory effects.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(Flock::Held);
         }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(code) if code == libc::EWOULDBLOCK || code == libc::EAGAIN => {
+                return Ok(Flock::Taken);
+            }
+            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => {
+                return Ok(Flock::Unsupported(err));
+            }
+            _ => return Err(err),
+        }
+    }
+}
+
+impl StorageLock {
+    /// Takes the lock, refusing if another process (or another handle in this process) holds it.
+    ///
+    /// Steps: open (create) `db/lock`, take a non-blocking exclusive `flock`, make sure the
+    /// locked inode is still the one at the path (a holder releasing removes the file before it
+    /// unlocks, so a racer may have locked a removed inode: it reopens), refuse if the file names
+    /// a live other process (reth takes no `flock`), then write our pid and start time in place.
+    pub fn acquire(db_dir: &Path) -> Result<Self, MdbxError> {
+        Self::acquire_with_hook(db_dir, &mut || ())
+    }
+
+    /// [`Self::acquire`] that runs `between_open_and_flock` in the window where a holder that
+    /// releases may remove the file this attempt has just opened. A seam for tests, which release
+    /// the holder there to reach that race deterministically.
+    #[doc(hidden)]
+    pub fn acquire_with_hook(
+        db_dir: &Path,
+        between_open_and_flock: &mut dyn FnMut(),
+    ) -> Result<Self, MdbxError> {
         let path = db_dir.join(LOCKFILE_NAME);
-        let own = ProcessUid::own()
-            .map(|u| format!("{}\n{}", u.pid, u.start_time))
-            .unwrap_or_else(|| format!("{}\n0", std::process::id()));
-        fs::write(&path, own).map_err(|source| MdbxError::Io {
+        let io_err = |source| MdbxError::Io {
             path: path.clone(),
             source,
-        })?;
-        Ok(Self { path })
+        };
+        for _ in 0..MAX_ATTEMPTS {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o644)
+                .open(&path)
+                .map_err(io_err)?;
+            between_open_and_flock();
+            match try_flock(&file).map_err(io_err)? {
+                Flock::Held => {}
+                Flock::Taken => return Err(Self::held_elsewhere(db_dir, &file)),
+                Flock::Unsupported(err) => {
+                    // Such a filesystem still gets reth's own protection: the pid check below.
+                    tracing::warn!(path = %path.display(), %err, "filesystem has no flock; storage lock falls back to the pid check only");
+                }
+            }
+            // ORDER: the inode check comes after the flock: from here on no reth-hybrid process
+            // can remove or replace this inode, so if it is current now it stays current.
+            if !is_current(&file, &path).map_err(io_err)? {
+                continue;
+            }
+            if let Some(holder) = read_uid(&file)
+                && holder.pid != std::process::id()
+                && holder.is_live()
+            {
+                return Err(MdbxError::Locked {
+                    path: db_dir.to_path_buf(),
+                    pid: holder.pid,
+                });
+            }
+            // Written over the old contents, then cut to length, so a reader (reth) never finds an
+            // existing lock file empty. The trailing newline keeps a longer old second line from
+            // running into ours meanwhile; reth reads two trimmed lines, so it accepts it.
+            let own = ProcessUid::own()
+                .map(|u| format!("{}\n{}\n", u.pid, u.start_time))
+                .unwrap_or_else(|| format!("{}\n0\n", std::process::id()));
+            file.write_all_at(own.as_bytes(), 0).map_err(io_err)?;
+            file.set_len(own.len() as u64).map_err(io_err)?;
+            file.sync_all().map_err(io_err)?;
+            return Ok(Self { path, file });
+        }
+        Err(MdbxError::LockBusy {
+            path: db_dir.to_path_buf(),
+        })
+    }
+
+    /// The error for a lock whose `flock` another open file holds, naming the holder if the
+    /// file already does.
+    fn held_elsewhere(db_dir: &Path, file: &File) -> MdbxError {
+        let path = db_dir.to_path_buf();
+        match read_uid(file) {
+            Some(uid) if uid.pid == std::process::id() => MdbxError::AlreadyOpen { path },
+            Some(uid) if uid.is_live() => MdbxError::Locked { path, pid: uid.pid },
+            // The holder has its flock but has not written its pid yet.
+            _ => MdbxError::LockBusy { path },
+        }
     }
 }
 
 impl Drop for StorageLock {
     fn drop(&mut self) {
-        let ours = fs::read_to_string(&self.path)
-            .ok()
-            .and_then(|c| ProcessUid::parse(&c))
-            .is_some_and(|u| u.pid == std::process::id());
-        if ours && let Err(err) = fs::remove_file(&self.path) {
-            tracing::warn!(path = %self.path.display(), %err, "could not remove storage lock");
+        let current = is_current(&self.file, &self.path).unwrap_or(false);
+        let ours = current && read_uid(&self.file).is_some_and(|u| u.pid == std::process::id());
+        // ORDER: the file is removed while our flock is still held and unlocked only when
+        // `self.file` closes after this function; a racer that opened this inode before the
+        // removal and locks it after the close sees it is no longer at the path and reopens.
+        if ours {
+            if let Err(err) = fs::remove_file(&self.path) {
+                tracing::warn!(path = %self.path.display(), %err, "could not remove storage lock");
+            }
+        } else if current {
+            tracing::warn!(path = %self.path.display(), "storage lock file no longer names this process; leaving it");
         }
     }
 }
