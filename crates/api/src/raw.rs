@@ -35,6 +35,13 @@ pub trait RawEngine: Send + Sync + Debug + 'static {
     /// (a second `begin_rw` blocks until the first ends).
     fn begin_rw(&self) -> RawResult<Self::TxMut>;
 
+    /// Whether the engine holds `table` at all. Only an engine opened read-only can lack one
+    /// (an MDBX datadir written by an older reth: its read-write open would create it); reading
+    /// a missing table is an error, so checks that must not create it ask here first.
+    fn has_table(&self, _table: Tables) -> bool {
+        true
+    }
+
     /// Engine internals worth watching (compaction debt, memtable and SST sizes, cache hit
     /// rate...), read on demand for metrics. Engines without such numbers return none.
     fn gauges(&self) -> Vec<EngineGauge> {

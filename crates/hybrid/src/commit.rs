@@ -14,7 +14,8 @@
 use crate::{
     control::{FOLLOWER_SEQ_KEY, SEQ_KEY, put_u64},
     crash::crash_point,
-    error::HybridError,
+    error::{HybridError, injected},
+    fault::fault_point,
     intent_log::Intent,
     metrics::{self, Phase},
     router::HybridTxMut,
@@ -61,23 +62,31 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         // ORDER: MDBX's commit is the decision. A crash right after it leaves RocksDB behind by
         // exactly this intent; recovery replays it.
         let started = Instant::now();
-        let decided = primary.commit();
+        let decided = primary.commit().and_then(|()| {
+            fault_point!(PrimaryCommit, &db.datadir).map_err(|e| injected("mdbx", e))
+        });
         metrics::phase(Phase::Primary, started.elapsed());
-        if let Err(e) = decided {
-            if intent.is_some() {
-                db.intent.clear()?;
-            }
-            return Err(e.into());
+        if let Err(source) = decided {
+            // An error from the decision commit does not prove MDBX did not decide (its final
+            // sync can fail after the data reached the disk). The intent is kept and this handle
+            // refuses further use; recovery on reopen replays the commit if MDBX holds it and
+            // discards it if not. Clearing the intent here could lose a decided commit.
+            db.poisoned.store(seq, Ordering::Release);
+            return Err(HybridError::PrimaryCommit { seq, source });
         }
         crash_point!(AfterPrimaryCommit);
         if let Some(intent) = &intent {
             let started = Instant::now();
-            let applied = db.follower.apply_exported(&intent.payload);
+            let applied = fault_point!(FollowerApply, &db.datadir)
+                .map_err(|e| injected("rocksdb", e))
+                .and_then(|()| db.follower.apply_exported(&intent.payload));
             metrics::phase(Phase::Follower, started.elapsed());
-            if let Err(e) = applied {
-                // MDBX decided; RocksDB refused. Only recovery (on reopen) may finish this.
+            if let Err(source) = applied {
+                // ORDER: poisoned before the visibility lock is released, so no reader opens a
+                // snapshot with MDBX's half of this commit and not RocksDB's. Only recovery (on
+                // reopen) may finish it, from the intent, which stays in place.
                 db.poisoned.store(seq, Ordering::Release);
-                return Err(e.into());
+                return Err(HybridError::FollowerApply { seq, source });
             }
             crash_point!(AfterFollowerApply);
         }

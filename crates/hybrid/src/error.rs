@@ -1,5 +1,6 @@
 //! Errors of the hybrid router, each naming what failed and how to fix it.
 
+use crate::intent_log::Damage;
 use reth_hybrid_api::{DatabaseError, DatabaseErrorInfo, EngineKind, Tables};
 use std::path::PathBuf;
 
@@ -51,14 +52,76 @@ pub enum HybridError {
         "intent log {path} is corrupt at byte {offset} (checksum mismatch before the tail); refusing to guess"
     )]
     CorruptIntent { path: PathBuf, offset: u64 },
-    #[error("intent log {path}")]
+    #[error(
+        "intent log {path} fails its checksum at byte {offset}: the disk changed bytes of a \
+         complete record. No commit depends on it (MDBX and RocksDB both hold commit {seq}), so \
+         nothing is lost, and the file was left as it is: check the disk, move the file aside \
+         (keep it for a bug report) and open again"
+    )]
+    CorruptIntentNotNeeded {
+        path: PathBuf,
+        offset: u64,
+        seq: u64,
+    },
+    #[error(
+        "intent log {path} is damaged ({damage}; byte {offset}), but it is the only copy of \
+         RocksDB's writes of commit {decided}, which MDBX decided; RocksDB holds commit {applied}. \
+         Nothing was changed. Do not delete or edit the file: restore the whole datadir (MDBX, \
+         RocksDB and this file) from one backup taken while reth was stopped, and keep the \
+         damaged file for a bug report"
+    )]
+    DecidedIntentDamaged {
+        path: PathBuf,
+        offset: u64,
+        damage: Damage,
+        decided: u64,
+        applied: u64,
+    },
+    #[error(
+        "could not {op} intent log {path} ({source}); check free disk space and the device \
+         (kernel log), then retry"
+    )]
     IntentIo {
         path: PathBuf,
+        op: &'static str,
         #[source]
         source: std::io::Error,
     },
     #[error(
-        "a previous commit failed after MDBX committed (sequence {seq}); reopen the database to recover"
+        "MDBX's commit of sequence {seq} reported an error ({source}), so whether MDBX decided it \
+         is unknown; reads and writes are refused from now on. Fix the cause (disk space, \
+         device), then reopen the database: recovery finishes or discards the commit"
+    )]
+    PrimaryCommit {
+        seq: u64,
+        #[source]
+        source: DatabaseError,
+    },
+    #[error(
+        "RocksDB could not apply commit {seq} after MDBX decided it ({source}); reads and writes \
+         are refused from now on. Fix the cause (disk space, device), then reopen the database: \
+         recovery replays the commit into RocksDB from the intent log"
+    )]
+    FollowerApply {
+        seq: u64,
+        #[source]
+        source: DatabaseError,
+    },
+    #[error(
+        "recovery could not replay commit {seq} from intent log {path} into RocksDB ({source}); \
+         the intent log was kept, so nothing is lost: fix the cause (disk space, device), then open \
+         the database again"
+    )]
+    Replay {
+        seq: u64,
+        path: PathBuf,
+        #[source]
+        source: DatabaseError,
+    },
+    #[error(
+        "commit {seq} failed after MDBX may have decided it, so RocksDB may lack its writes; \
+         this handle refuses reads and writes: reopen the database to recover (recovery \
+         finishes or discards the commit)"
     )]
     Poisoned { seq: u64 },
     #[error(
@@ -67,19 +130,50 @@ pub enum HybridError {
          (it resumes), then open the datadir"
     )]
     MigrationInProgress { path: PathBuf },
+    #[error(
+        "{path} is not writable ({source}); opening the datadir for use needs write access to it \
+         (lock, commits, the intent log). Remount it read-write, or fix its owner, permissions or \
+         immutable attribute (`lsattr`); on a read-only mount `reth-hybrid verify` and \
+         `reth-hybrid stats` still read it"
+    )]
+    NotWritable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Engine(#[from] DatabaseError),
 }
 
-impl From<HybridError> for DatabaseError {
-    fn from(e: HybridError) -> Self {
-        match e {
+/// An injected I/O fault as the engine error it stands for (only fault tests produce these).
+pub(crate) fn injected(engine: &'static str, e: std::io::Error) -> DatabaseError {
+    DatabaseError::Commit(
+        DatabaseErrorInfo::new(e.to_string(), e.raw_os_error().unwrap_or(-1))
+            .with_engine(engine)
+            .with_source(e),
+    )
+}
+
+impl HybridError {
+    /// As the error of `kind` (e.g. `DatabaseError::Commit`), so a failed commit does not read as
+    /// a failed open; engine errors pass through unchanged.
+    pub(crate) fn into_database_error(
+        self,
+        kind: fn(DatabaseErrorInfo) -> DatabaseError,
+    ) -> DatabaseError {
+        match self {
             HybridError::Engine(e) => e,
-            other => DatabaseError::Open(
+            other => kind(
                 DatabaseErrorInfo::new(other.to_string(), -1)
                     .with_engine("hybrid")
                     .with_source(other),
             ),
         }
+    }
+}
+
+impl From<HybridError> for DatabaseError {
+    fn from(e: HybridError) -> Self {
+        e.into_database_error(DatabaseError::Open)
     }
 }

@@ -9,9 +9,11 @@ mod commit;
 pub mod control;
 pub mod crash;
 pub mod error;
+pub mod fault;
 pub mod intent_log;
 pub mod layout;
 pub mod metrics;
+pub mod preflight;
 pub mod recovery;
 mod router;
 

@@ -3,17 +3,17 @@
 //! layout's "rocksdb") is brought along through the intent log (see `commit.rs`).
 
 use crate::{
-    control::{get_bytes, has_user_rows, put_bytes},
+    control::{has_user_rows, put_bytes},
     error::HybridError,
     intent_log::IntentLog,
-    layout::{LAYOUT_KEY, Layout, MIGRATION_STATE_FILE},
+    layout::{LAYOUT_KEY, Layout},
     metrics::{self, Op},
+    preflight,
     recovery::{Recovered, recover},
 };
 use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
 use reth_hybrid_api::{
     DatabaseError, EngineKind, Tables,
-    models::{STORAGE_SETTINGS_KEY, StorageSettings},
     raw::{RawCursor, RawCursorMut, RawEngine, RawPair, RawReplay, RawResult, RawTx, RawTxMut},
 };
 use std::{
@@ -81,18 +81,65 @@ impl<P: RawEngine, F: RawEngine> std::fmt::Debug for HybridDb<P, F> {
 }
 
 impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
-    /// Opens the hybrid over two open engines of one datadir: recovers the commit in flight,
-    /// then checks (and on first open records) the layout against the rows really present.
+    /// Opens a datadir, refusing it before anything in it changes. `read_only` opens read-only
+    /// views of the engines the datadir already has (`None` for one it does not have yet) and
+    /// must change nothing on disk; every check of [`HybridDb::open`] runs on them (migration in
+    /// progress, storage v2, the layout, rows in the other engine, the intent log, the follower
+    /// ahead or behind), after the datadir and the folders in it were found writable. Only then
+    /// does `read_write` open (and create) the engines for use, and [`HybridDb::open`] checks
+    /// again under their locks.
+    pub fn open_checked<VP, VF>(
+        datadir: &Path,
+        options: HybridOptions,
+        read_only: impl FnOnce() -> Result<(Option<VP>, Option<VF>), DatabaseError>,
+        read_write: impl FnOnce() -> Result<(P, F), DatabaseError>,
+    ) -> Result<Self, HybridError>
+    where
+        VP: RawEngine,
+        VF: RawEngine,
+    {
+        // First, as even a read-only MDBX open fails on a datadir it may not write to (libmdbx
+        // works without its lock file only on a read-only filesystem).
+        let engine_dirs: Vec<PathBuf> = std::fs::read_dir(datadir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.is_dir())
+            .collect();
+        preflight::check_writable(datadir, &engine_dirs)?;
+        {
+            let (primary, follower) = read_only()?;
+            preflight::check(
+                datadir,
+                primary.as_ref(),
+                follower.as_ref(),
+                options.layout.as_ref(),
+            )?;
+            // The views close here: a read-write open must not share the process with them.
+        }
+        let (primary, follower) = read_write()?;
+        Self::open(primary, follower, datadir, options)
+    }
+
+    /// Opens the hybrid over two open engines of one datadir: checks everything it refuses
+    /// first (nothing written yet), then recovers the commit in flight and on first open
+    /// records the layout. Engines opened read-write may already have created files; to refuse
+    /// a datadir before that, open it with [`HybridDb::open_checked`].
     pub fn open(
         primary: P,
         follower: F,
         datadir: &Path,
         options: HybridOptions,
     ) -> Result<Self, HybridError> {
-        let migration = datadir.join(MIGRATION_STATE_FILE);
-        if migration.exists() {
-            return Err(HybridError::MigrationInProgress { path: migration });
-        }
+        // ORDER: every refusal comes before recovery (which may replay into or clear the intent
+        // log) and before the intent log is created, so a refused datadir keeps its files.
+        preflight::check(
+            datadir,
+            Some(&primary),
+            Some(&follower),
+            options.layout.as_ref(),
+        )?;
         let intent = IntentLog::new(datadir.join(INTENT_LOG_FILE));
         let recovered = recover(&primary, &follower, &intent)?;
         intent.ensure_durable_file()?;
@@ -151,13 +198,13 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
     fn check_poisoned(&self) -> RawResult<()> {
         match self.inner.poisoned.load(Ordering::Acquire) {
             0 => Ok(()),
-            seq => Err(HybridError::Poisoned { seq }.into()),
+            seq => Err(HybridError::Poisoned { seq }.into_database_error(DatabaseError::InitTx)),
         }
     }
 }
 
 /// Reads the stored layout, compares it with the requested one, validates it against the rows,
-/// and records it on first open.
+/// and records it on first open. Runs after recovery, so the rows are the settled ones.
 fn settle_layout<P: RawEngine, F: RawEngine>(
     primary: &P,
     follower: &F,
@@ -165,29 +212,12 @@ fn settle_layout<P: RawEngine, F: RawEngine>(
 ) -> Result<Layout, HybridError> {
     let stored = {
         let tx = primary.begin_ro()?;
-        if let Some(settings) = get_bytes(&tx, STORAGE_SETTINGS_KEY)?
-            && StorageSettings::from_json_bytes(&settings).is_ok_and(|s| s.storage_v2)
-        {
-            return Err(HybridError::UpstreamStorageV2);
-        }
-        let bytes = get_bytes(&tx, LAYOUT_KEY)?;
+        preflight::refuse_storage_v2(&tx)?;
+        let stored = preflight::stored_layout(&tx)?;
         tx.abort();
-        bytes.map(|b| Layout::from_json(&b)).transpose()?
+        stored
     };
-    let layout = match (&stored, requested) {
-        (Some(stored), Some(requested)) => {
-            if let Some(table) = stored.first_difference(&requested) {
-                return Err(HybridError::LayoutMismatch {
-                    table,
-                    stored: stored.engine_of(table),
-                    requested: requested.engine_of(table),
-                });
-            }
-            stored.clone()
-        }
-        (Some(stored), None) => stored.clone(),
-        (None, requested) => requested.unwrap_or_default(),
-    };
+    let layout = preflight::resolve_layout(stored.as_ref(), requested.as_ref())?;
     let (ptx, ftx) = (primary.begin_ro()?, follower.begin_ro()?);
     for table in Tables::ALL {
         let (routed, other_has_rows, other) = match layout.engine_of(table) {
@@ -480,7 +510,7 @@ impl<P: RawEngine, F: RawReplay> RawTx for HybridTxMut<P, F> {
     routed_reads!();
 
     fn commit(self) -> RawResult<()> {
-        crate::commit::commit(self).map_err(DatabaseError::from)
+        crate::commit::commit(self).map_err(|e| e.into_database_error(DatabaseError::Commit))
     }
 
     fn abort(self) {
@@ -532,8 +562,9 @@ impl<P: RawEngine, F: RawReplay> RawEngine for HybridDb<P, F> {
     }
 
     fn begin_ro(&self) -> RawResult<Self::Tx> {
-        self.check_poisoned()?;
         let _visible = self.inner.visibility.read();
+        // After the lock: a commit that fails after MDBX's decision poisons before releasing it.
+        self.check_poisoned()?;
         Ok(HybridTx {
             primary: self.inner.primary.begin_ro()?,
             follower: self.inner.follower.begin_ro()?,

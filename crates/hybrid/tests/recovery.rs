@@ -154,15 +154,218 @@ fn corrupt_intent_is_refused_and_changes_nothing() {
     full[40] ^= 0xff;
     fs::write(dir.path().join(INTENT_LOG_FILE), &full).expect("write corrupt");
     match open(dir.path(), None) {
-        Err(e @ HybridError::CorruptIntent { .. }) => {
-            assert!(e.to_string().contains(INTENT_LOG_FILE), "{e}")
+        Err(e @ HybridError::CorruptIntentNotNeeded { seq: 1, .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(INTENT_LOG_FILE) && msg.contains("move the file aside"),
+                "{msg}"
+            )
         }
-        other => panic!("expected CorruptIntent, got {other:?}"),
+        other => panic!("expected CorruptIntentNotNeeded, got {other:?}"),
     }
     assert!(
         fs::read(dir.path().join(INTENT_LOG_FILE)).expect("log") == full,
         "the log is kept for inspection"
     );
+}
+
+/// The fields of an intent record, as byte ranges of its encoding (`payload_len` bytes of payload).
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Length,
+    Seq,
+    PrevFollowerSeq,
+    Payload,
+    Crc,
+    Magic,
+}
+
+impl Field {
+    fn range(self, payload_len: usize) -> std::ops::Range<usize> {
+        let crc = 20 + payload_len;
+        match self {
+            Field::Length => 0..4,
+            Field::Seq => 4..12,
+            Field::PrevFollowerSeq => 12..20,
+            Field::Payload => 20..crc,
+            Field::Crc => crc..crc + 4,
+            Field::Magic => crc + 4..crc + 12,
+        }
+    }
+}
+
+/// A datadir whose commit 2 MDBX decided and RocksDB never applied: its intent record is the
+/// only copy of RocksDB's writes. Returns the record's bytes and its payload length.
+fn decided_not_applied(dir: &Path) -> (Vec<u8>, usize) {
+    drop(committed(dir, 1));
+    half_commit(dir, 2, true, false);
+    let bytes = fs::read(dir.join(INTENT_LOG_FILE)).expect("log");
+    let payload_len = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize;
+    assert_eq!(bytes.len(), 20 + payload_len + 12, "one whole record");
+    (bytes, payload_len)
+}
+
+/// Damages the decided record with `damage`, then requires: the open is refused with
+/// `DecidedIntentDamaged` naming the file, both sequences and the way out; the log is
+/// byte-identical afterwards (and after a second attempt); with the original bytes back, the
+/// next open replays commit 2 into RocksDB, so the refusal changed nothing in either engine.
+fn decided_record_damage_is_refused(damage: impl FnOnce(&mut Vec<u8>, usize)) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join(INTENT_LOG_FILE);
+    let (original, payload_len) = decided_not_applied(dir.path());
+    let mut damaged = original.clone();
+    damage(&mut damaged, payload_len);
+    assert_ne!(damaged, original, "the test damaged nothing");
+    fs::write(&log, &damaged).expect("write damaged");
+    for attempt in 1..=2 {
+        match open(dir.path(), None) {
+            Err(
+                e @ HybridError::DecidedIntentDamaged {
+                    decided: 2,
+                    applied: 1,
+                    ..
+                },
+            ) => {
+                let msg = e.to_string();
+                for needle in [
+                    log.display().to_string().as_str(),
+                    "commit 2, which MDBX decided",
+                    "RocksDB holds commit 1",
+                    "Nothing was changed",
+                    "Do not delete",
+                    "from one backup",
+                ] {
+                    assert!(
+                        msg.contains(needle),
+                        "attempt {attempt}: {needle:?} missing: {msg}"
+                    );
+                }
+            }
+            other => panic!("attempt {attempt}: expected DecidedIntentDamaged, got {other:?}"),
+        }
+        assert!(
+            fs::read(&log).expect("log") == damaged,
+            "attempt {attempt}: the intent log changed"
+        );
+    }
+    fs::write(&log, &original).expect("restore the record");
+    let db = open(dir.path(), None).expect("the undamaged record recovers");
+    assert_eq!(db.recovered().action, RecoveryAction::Replayed { seq: 2 });
+    let (blocks, txs) = visible(&db);
+    assert_eq!(blocks, txs);
+    assert_eq!(blocks.into_iter().collect::<Vec<_>>(), vec![1, 2]);
+}
+
+fn flip(field: Field) -> impl FnOnce(&mut Vec<u8>, usize) {
+    move |bytes, payload_len| {
+        let at = field.range(payload_len).start;
+        bytes[at] ^= 0x01;
+    }
+}
+
+#[test]
+fn decided_intent_with_damaged_length_is_refused_and_kept() {
+    decided_record_damage_is_refused(flip(Field::Length));
+}
+
+#[test]
+fn decided_intent_with_damaged_seq_is_refused_and_kept() {
+    decided_record_damage_is_refused(flip(Field::Seq));
+}
+
+#[test]
+fn decided_intent_with_damaged_prev_follower_seq_is_refused_and_kept() {
+    decided_record_damage_is_refused(flip(Field::PrevFollowerSeq));
+}
+
+#[test]
+fn decided_intent_with_damaged_payload_is_refused_and_kept() {
+    decided_record_damage_is_refused(|bytes, payload_len| {
+        let mid = Field::Payload.range(payload_len).start + payload_len / 2;
+        bytes[mid] ^= 0xff;
+    });
+}
+
+#[test]
+fn decided_intent_with_damaged_crc_is_refused_and_kept() {
+    decided_record_damage_is_refused(flip(Field::Crc));
+}
+
+#[test]
+fn decided_intent_with_damaged_magic_is_refused_and_kept() {
+    decided_record_damage_is_refused(|bytes, payload_len| {
+        // A zeroed end, as a lost last sector leaves it.
+        bytes[Field::Magic.range(payload_len)].fill(0);
+    });
+}
+
+#[test]
+fn decided_intent_cut_short_is_refused_and_kept() {
+    decided_record_damage_is_refused(|bytes, _| bytes.truncate(bytes.len() - 3));
+}
+
+#[test]
+fn decided_intent_with_trailing_bytes_is_refused_and_kept() {
+    decided_record_damage_is_refused(|bytes, _| bytes.extend_from_slice(&[0; 16]));
+}
+
+/// The legitimate torn tail: MDBX never decided commit 2, so wherever its record was cut (or its
+/// end zeroed), the record is dropped and the datadir holds commit 1 in both engines.
+#[test]
+fn torn_tail_of_undecided_intent_is_dropped_wherever_it_is_cut() {
+    let probe = tempfile::tempdir().expect("tmp");
+    drop(committed(probe.path(), 1));
+    half_commit(probe.path(), 2, false, false);
+    let full = fs::read(probe.path().join(INTENT_LOG_FILE)).expect("log");
+    let payload_len = full.len() - 32;
+    drop(probe);
+    let cuts: Vec<(&str, Vec<u8>)> = vec![
+        ("inside the length", full[..2].to_vec()),
+        (
+            "inside seq",
+            full[..Field::Seq.range(payload_len).start + 3].to_vec(),
+        ),
+        (
+            "inside the payload",
+            full[..Field::Payload.range(payload_len).start + payload_len / 2].to_vec(),
+        ),
+        (
+            "inside the crc",
+            full[..Field::Crc.range(payload_len).start + 2].to_vec(),
+        ),
+        ("inside the magic", full[..full.len() - 1].to_vec()),
+        ("magic never written", {
+            let mut b = full.clone();
+            b[Field::Magic.range(payload_len)].fill(0);
+            b
+        }),
+    ];
+    for (case, bytes) in cuts {
+        let dir = tempfile::tempdir().expect("tmp");
+        drop(committed(dir.path(), 1));
+        half_commit(dir.path(), 2, false, false);
+        let log = dir.path().join(INTENT_LOG_FILE);
+        assert_eq!(fs::read(&log).expect("log"), full, "{case}: same record");
+        fs::write(&log, &bytes).expect("write torn");
+        let db = open(dir.path(), None).unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert_eq!(
+            db.recovered().action,
+            RecoveryAction::DroppedTornTail {
+                bytes: bytes.len() as u64
+            },
+            "{case}"
+        );
+        let (blocks, txs) = visible(&db);
+        assert_eq!(blocks, txs, "{case}");
+        assert_eq!(blocks.into_iter().collect::<Vec<_>>(), vec![1], "{case}");
+        assert_eq!(fs::metadata(&log).expect("log").len(), 0, "{case}: dropped");
+        drop(db);
+        assert_eq!(
+            open(dir.path(), None).expect("reopen").recovered().action,
+            RecoveryAction::Clean,
+            "{case}"
+        );
+    }
 }
 
 #[test]

@@ -395,6 +395,10 @@ impl RawEngine for MdbxEngine {
         self.inner.datadir.join("db")
     }
 
+    fn has_table(&self, table: Tables) -> bool {
+        self.inner.dbis[table as usize].is_some()
+    }
+
     fn begin_ro(&self) -> RawResult<MdbxTx> {
         MdbxTx::begin(Arc::clone(&self.inner), true)
     }

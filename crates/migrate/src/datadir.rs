@@ -9,8 +9,10 @@ use reth_hybrid_api::{
 };
 use reth_hybrid_hybrid::{
     HybridError, INTENT_LOG_FILE, Layout,
-    control::{get_bytes, has_user_rows},
+    control::{FOLLOWER_SEQ_KEY, SEQ_KEY, get_bytes, get_u64, has_user_rows},
+    intent_log::IntentLog,
     layout::{LAYOUT_KEY, MIGRATION_STATE_FILE},
+    preflight::check_sequences,
 };
 use reth_hybrid_mdbx::{MdbxEngine, MdbxTx};
 use reth_hybrid_rocksdb::{HYBRID_ROCKSDB_DIR, RocksEngine, inspect_upstream_rocksdb};
@@ -104,6 +106,23 @@ pub fn refuse_storage_v2(tx: &MdbxTx) -> Result<(), MigrateError> {
             HybridError::UpstreamStorageV2.to_string(),
         ));
     }
+    Ok(())
+}
+
+/// Refuses a datadir whose RocksDB is ahead of or behind MDBX, as the hybrid's open does (an
+/// intent the next open replays is fine): moving tables between engines that disagree would
+/// spread stale history.
+pub fn refuse_follower_mismatch(
+    dd: &Datadir,
+    mdbx_tx: &MdbxTx,
+    rocks: Option<&RocksEngine>,
+) -> Result<(), MigrateError> {
+    let recorded = get_u64(mdbx_tx, FOLLOWER_SEQ_KEY)?;
+    let actual = match rocks {
+        Some(r) => get_u64(&r.begin_ro()?, SEQ_KEY)?,
+        None => 0,
+    };
+    check_sequences(recorded, actual, &IntentLog::new(dd.intent_log()))?;
     Ok(())
 }
 

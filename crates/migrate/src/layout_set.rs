@@ -2,7 +2,10 @@
 //! `migrate` instead (its rows would otherwise be stranded in the old engine).
 
 use crate::{
-    datadir::{Datadir, effective_layout, mdbx_has_rows, open_mdbx_read_only, refuse_storage_v2},
+    datadir::{
+        Datadir, effective_layout, mdbx_has_rows, open_mdbx_read_only, refuse_follower_mismatch,
+        refuse_storage_v2,
+    },
     error::MigrateError,
     state::MigrationState,
 };
@@ -25,6 +28,11 @@ pub fn set_table_engine(
     }
     let dd = Datadir::new(datadir);
     let mut layout = {
+        // It will write: a read-only datadir is refused before anything is attempted.
+        reth_hybrid_hybrid::preflight::check_writable(
+            datadir,
+            &[datadir.join("db"), dd.rocksdb()],
+        )?;
         let mdbx = open_mdbx_read_only(datadir)?;
         dd.refuse_upstream_rows()?;
         if let Some(state) = MigrationState::read(&dd)? {
@@ -37,6 +45,7 @@ pub fn set_table_engine(
         let tx = mdbx.begin_ro()?;
         refuse_storage_v2(&tx)?;
         let rocks = dd.open_rocksdb_read_only()?;
+        refuse_follower_mismatch(&dd, &tx, rocks.as_ref())?;
         let (layout, _) = effective_layout(&tx, rocks.as_ref())?;
         let mdbx_rows = if mdbx_has_rows(&tx, table)? {
             tx.table_stat(table)?.entries

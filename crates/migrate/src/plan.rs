@@ -2,7 +2,10 @@
 //! returns is what `--dry-run` prints.
 
 use crate::{
-    datadir::{Datadir, effective_layout, free_bytes, open_mdbx_read_only, refuse_storage_v2},
+    datadir::{
+        Datadir, effective_layout, free_bytes, open_mdbx_read_only, refuse_follower_mismatch,
+        refuse_storage_v2,
+    },
     error::MigrateError,
     state::{MigrationState, Phase},
 };
@@ -101,12 +104,15 @@ pub struct Plan {
 /// Checks everything and returns the plan; changes nothing in the datadir.
 pub fn plan(datadir: &Path, request: &MigrateRequest) -> Result<Plan, MigrateError> {
     let dd = Datadir::new(datadir);
+    // It will write: a read-only datadir is refused before anything is attempted.
+    reth_hybrid_hybrid::preflight::check_writable(datadir, &[datadir.join("db"), dd.rocksdb()])?;
     // Refuses a missing datadir, a live lock and an unsupported database.version.
     let mdbx = open_mdbx_read_only(datadir)?;
     dd.refuse_upstream_rows()?;
     let tx = mdbx.begin_ro()?;
     refuse_storage_v2(&tx)?;
     let rocks = dd.open_rocksdb_read_only()?;
+    refuse_follower_mismatch(&dd, &tx, rocks.as_ref())?;
     let (layout, layout_recorded) = effective_layout(&tx, rocks.as_ref())?;
     let state = MigrationState::read(&dd)?;
     let to = request.to;

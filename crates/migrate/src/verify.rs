@@ -16,7 +16,8 @@ use reth_hybrid_api::{
 };
 use reth_hybrid_hybrid::{
     control::{FOLLOWER_SEQ_KEY, SEQ_KEY, get_u64, has_user_rows},
-    intent_log::{IntentLog, IntentRead},
+    intent_log::IntentLog,
+    recovery::{self, Plan, RecoveryAction},
 };
 use serde::Serialize;
 use std::path::Path;
@@ -189,46 +190,27 @@ pub fn verify(datadir: &Path, progress: &dyn Progress) -> Result<VerifyReport, M
         Some(rtx) => get_u64(rtx, SEQ_KEY)?,
         None => 0,
     };
-    match IntentLog::new(dd.intent_log()).read() {
-        Ok(IntentRead::Empty) if rocks_seq == follower_seq => check(
+    // What the next open's recovery will do, decided by the hybrid's own rules (reading only).
+    let intent = IntentLog::new(dd.intent_log());
+    match recovery::plan(follower_seq, rocks_seq, &intent) {
+        Ok(Plan::Clean) => check(
             "recovery",
             Outcome::Pass,
             format!("no commit in flight; last commit {primary_seq}, RocksDB at {rocks_seq}"),
         ),
-        Ok(IntentRead::Empty) => check(
-            "recovery",
-            Outcome::Fail,
-            format!(
-                "RocksDB holds commit {rocks_seq} but MDBX recorded {follower_seq} as the last to \
-                 reach it, and no intent can bridge them: restore both engines from one backup"
-            ),
-        ),
-        Ok(IntentRead::TornTail { bytes }) => check(
+        Ok(Plan::Replay { seq, .. }) => check(
             "recovery",
             Outcome::Warn,
-            format!("a torn intent record ({bytes} bytes) will be dropped on the next open"),
+            format!(
+                "commit {seq} is in flight (MDBX decided it, RocksDB at {rocks_seq}); the next \
+                 open replays it into RocksDB"
+            ),
         ),
-        Ok(IntentRead::Record(i)) => {
-            let settles = rocks_seq == follower_seq
-                || (i.seq == follower_seq && rocks_seq == i.prev_follower_seq);
-            check(
-                "recovery",
-                if settles {
-                    Outcome::Warn
-                } else {
-                    Outcome::Fail
-                },
-                format!(
-                    "commit {} is in flight (MDBX follower sequence {follower_seq}, RocksDB {rocks_seq}); {}",
-                    i.seq,
-                    if settles {
-                        "the next open settles it"
-                    } else {
-                        "it cannot be settled: restore both engines from one backup"
-                    }
-                ),
-            );
-        }
+        Ok(Plan::Clear(action)) => check(
+            "recovery",
+            Outcome::Warn,
+            format!("the next open clears the intent log: {}", describe(&action)),
+        ),
         Err(e) => check("recovery", Outcome::Fail, e.to_string()),
     }
 
@@ -317,4 +299,18 @@ pub fn verify(datadir: &Path, progress: &dyn Progress) -> Result<VerifyReport, M
         check("counts", Outcome::Fail, count_mismatch.join("; "));
     }
     Ok(VerifyReport { checks, tables })
+}
+
+fn describe(action: &RecoveryAction) -> String {
+    match action {
+        RecoveryAction::Clean => "nothing in flight".to_string(),
+        RecoveryAction::DroppedTornTail { bytes } => {
+            format!("a torn record ({bytes} bytes) that no decided commit needs")
+        }
+        RecoveryAction::DiscardedUndecided { seq } => {
+            format!("commit {seq} was never decided by MDBX and is discarded")
+        }
+        RecoveryAction::ClearedApplied { seq } => format!("commit {seq} reached both engines"),
+        RecoveryAction::Replayed { seq } => format!("commit {seq} is replayed"),
+    }
 }

@@ -28,6 +28,28 @@ pub(crate) struct EngineInner {
     pub(crate) writer: Arc<Mutex<()>>,
     pub(crate) sync_writes: bool,
     pub(crate) cache: Cache,
+    /// A read-only open's info log, kept outside the datadir; removed after `db` closes (fields
+    /// drop in order).
+    _log_dir: Option<LogDir>,
+}
+
+/// A folder under the system temporary directory, removed on drop.
+struct LogDir(PathBuf);
+
+impl LogDir {
+    fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self(
+            std::env::temp_dir().join(format!("reth-hybrid-rocksdb-ro-{}-{n}", std::process::id())),
+        )
+    }
+}
+
+impl Drop for LogDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl EngineInner {
@@ -62,7 +84,13 @@ impl RocksEngine {
     /// Opens the RocksDB at `path` with a column family for every table.
     pub fn open(path: &Path, options: &RocksOptions) -> Result<Self, RocksError> {
         let cache = Cache::new_lru_cache(options.block_cache_bytes);
-        let db_opts = db_options(options);
+        let mut db_opts = db_options(options);
+        // A read-only open must change nothing in the datadir, and RocksDB would otherwise
+        // rotate the info log (`LOG` -> `LOG.old.<time>`) there.
+        let log_dir = options.read_only.then(LogDir::new);
+        if let Some(dir) = &log_dir {
+            db_opts.set_db_log_dir(&dir.0);
+        }
         let descriptors = Tables::ALL
             .iter()
             .map(|t| ColumnFamilyDescriptor::new(t.name(), cf_options(*t, &cache)));
@@ -91,6 +119,7 @@ impl RocksEngine {
                 writer: Arc::new(Mutex::new(())),
                 sync_writes: options.sync_writes,
                 cache,
+                _log_dir: log_dir,
             }),
         })
     }

@@ -2,8 +2,9 @@
 
 use crate::{reth_mdbx::RethMdbx, upstream::UpstreamDatabase};
 use reth_db::{DatabaseEnv, mdbx::DatabaseArguments};
+use reth_hybrid_api::{DatabaseError, DatabaseErrorInfo};
 use reth_hybrid_hybrid::{HybridDb, HybridOptions};
-use reth_hybrid_rocksdb::RocksEngine;
+use reth_hybrid_rocksdb::{HYBRID_ROCKSDB_DIR, RocksEngine};
 use std::{path::Path, sync::Arc};
 
 /// The database a hybrid node runs on.
@@ -11,7 +12,8 @@ pub type HybridNodeDb = UpstreamDatabase<HybridDb<RethMdbx, RocksEngine>>;
 
 /// Opens (creating if needed) `<datadir>/db` with reth's settings and `<datadir>/hybrid-rocksdb`,
 /// recovers a commit in flight, and checks the layout against the rows (a storage-v2 datadir,
-/// or one with history rows in the wrong engine, is refused with the way out).
+/// or one with history rows in the wrong engine, is refused with the way out). Every refusal is
+/// decided on read-only views before anything is created, so a refused datadir is unchanged.
 pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<HybridNodeDb> {
     // reth's own RocksDB (storage v2) holding rows means history already lives there.
     if let Some(cfs) = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&datadir.join("rocksdb"))? {
@@ -30,10 +32,35 @@ pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<Hybr
             );
         }
     }
-    let env: DatabaseEnv = reth_db::init_db(datadir.join("db"), args)?;
-    let mdbx = RethMdbx::new(Arc::new(env)).map_err(|e| eyre::eyre!(e))?;
-    let rocks = RocksEngine::open_in_datadir(datadir)?;
-    let hybrid = HybridDb::open(mdbx, rocks, datadir, HybridOptions::default())?;
+    let db_dir = datadir.join("db");
+    let rocks_dir = datadir.join(HYBRID_ROCKSDB_DIR);
+    let read_only_args = args.clone();
+    let hybrid = HybridDb::open_checked(
+        datadir,
+        HybridOptions::default(),
+        // Read-only views of what exists: every refusal is decided on these, so a refused
+        // datadir gets no MDBX table, client-version row or `hybrid-rocksdb/` created.
+        || {
+            let mdbx = match db_dir.join("mdbx.dat").exists() {
+                true => {
+                    let env = reth_db::open_db_read_only(&db_dir, read_only_args)
+                        .map_err(reth_open_error)?;
+                    Some(RethMdbx::new(Arc::new(env))?)
+                }
+                false => None,
+            };
+            let rocks = match reth_hybrid_rocksdb::is_initialized(&rocks_dir) {
+                true => Some(RocksEngine::open_read_only(&rocks_dir)?),
+                false => None,
+            };
+            Ok((mdbx, rocks))
+        },
+        || {
+            let env: DatabaseEnv = reth_db::init_db(&db_dir, args).map_err(reth_open_error)?;
+            let mdbx = RethMdbx::new(Arc::new(env))?;
+            Ok((mdbx, RocksEngine::open_in_datadir(datadir)?))
+        },
+    )?;
     tracing::info!(
         target: "reth_hybrid",
         recovery = ?hybrid.recovered().action,
@@ -41,4 +68,9 @@ pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<Hybr
         "opened the hybrid database"
     );
     Ok(UpstreamDatabase::new(hybrid))
+}
+
+/// reth's open errors (eyre) as an engine open error, message kept.
+fn reth_open_error(e: eyre::Report) -> DatabaseError {
+    DatabaseError::Open(DatabaseErrorInfo::new(format!("{e:#}"), -1).with_engine("mdbx"))
 }

@@ -120,6 +120,10 @@ impl RawEngine for RethMdbx {
         reth_db_api::database::Database::path(&*self.env)
     }
 
+    fn has_table(&self, table: Tables) -> bool {
+        self.dbis[table as usize].is_some()
+    }
+
     fn begin_ro(&self) -> RawResult<RethTx<RO>> {
         let tx = self
             .env

@@ -1,0 +1,211 @@
+//! Fault tests: an I/O step of a commit fails with EIO or ENOSPC (feature `fault-injection`,
+//! `crates/hybrid/src/fault.rs`) while the process lives on. For every fault point and errno the
+//! commit must return an error naming the step and the errno, leave no torn commit (each commit
+//! in both engines or in neither), refuse reads and writes when MDBX may have decided, and the
+//! reopened datadir must hold every acknowledged commit, and the failed one exactly when MDBX
+//! decided it.
+
+mod common;
+
+use common::{Db, open, visible, write_commit};
+use reth_hybrid_api::raw::{RawEngine, RawTx};
+use reth_hybrid_hybrid::{
+    HybridError, INTENT_LOG_FILE, RecoveryAction,
+    fault::{self, Fault, FaultPoint},
+};
+use std::{fs, path::Path};
+
+fn commit(db: &Db, i: u64) -> Result<(), reth_hybrid_api::DatabaseError> {
+    let tx = db.begin_rw()?;
+    write_commit(&tx, i);
+    tx.commit()
+}
+
+fn commits(db: &Db) -> Vec<u64> {
+    let (blocks, txs) = visible(db);
+    assert_eq!(
+        blocks, txs,
+        "a commit is in one engine only (torn commit): MDBX {blocks:?}, RocksDB {txs:?}"
+    );
+    blocks.into_iter().collect()
+}
+
+/// What the failed commit's error must say, besides the errno.
+fn step_named(point: FaultPoint) -> &'static str {
+    match point {
+        FaultPoint::IntentWrite => "could not write intent log",
+        FaultPoint::IntentFsync => "could not fsync intent log",
+        FaultPoint::PrimaryCommit => "MDBX's commit of sequence 3 reported an error",
+        FaultPoint::FollowerApply => "RocksDB could not apply commit 3 after MDBX decided it",
+    }
+}
+
+/// Whether MDBX decided the commit when the fault hit (so recovery must finish it).
+fn decided(point: FaultPoint) -> bool {
+    matches!(point, FaultPoint::PrimaryCommit | FaultPoint::FollowerApply)
+}
+
+fn fault_case(dir: &Path, point: FaultPoint, fault: Fault) {
+    let context = format!("{}/{fault:?}", point.name());
+    let db = open(dir, None).expect("open");
+    commit(&db, 1).expect("commit 1");
+    commit(&db, 2).expect("commit 2");
+
+    fault::arm(dir, point, fault);
+    let err = commit(&db, 3).expect_err("the faulted commit must fail");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&fault.io_error().to_string()),
+        "{context}: the errno is not named: {msg}"
+    );
+    assert!(
+        msg.contains(step_named(point)),
+        "{context}: the step is not named: {msg}"
+    );
+    assert!(
+        msg.starts_with("failed to commit transaction changes"),
+        "{context}: not reported as a commit error: {msg}"
+    );
+
+    if decided(point) {
+        // MDBX may hold commit 3 and RocksDB does not: nobody may read or write until reopened.
+        let read = db.begin_ro().expect_err("reads refused after the fault");
+        let read = read.to_string();
+        assert!(
+            read.contains("commit 3 failed") && read.contains("reopen the database"),
+            "{context}: {read}"
+        );
+        let write = db.begin_rw().expect_err("writes refused after the fault");
+        assert!(
+            write.to_string().contains("reopen the database"),
+            "{context}: {write}"
+        );
+    } else {
+        // Nothing was decided: the handle stays usable and shows commits 1 and 2 only.
+        assert_eq!(commits(&db), vec![1, 2], "{context}: in-process view");
+    }
+    drop(db);
+
+    let db = open(dir, None).unwrap_or_else(|e| panic!("{context}: reopen failed: {e}"));
+    match (point, &db.recovered().action) {
+        (FaultPoint::IntentWrite, RecoveryAction::DroppedTornTail { bytes }) if *bytes > 0 => {}
+        (FaultPoint::IntentFsync, RecoveryAction::DiscardedUndecided { seq: 3 }) => {}
+        (
+            FaultPoint::PrimaryCommit | FaultPoint::FollowerApply,
+            RecoveryAction::Replayed { seq: 3 },
+        ) => {}
+        (_, other) => panic!("{context}: unexpected recovery {other:?}"),
+    }
+    let expected: Vec<u64> = if decided(point) {
+        vec![1, 2, 3]
+    } else {
+        vec![1, 2]
+    };
+    assert_eq!(commits(&db), expected, "{context}: after recovery");
+    let next = expected.len() as u64 + 1;
+    commit(&db, next).unwrap_or_else(|e| panic!("{context}: commit after recovery: {e}"));
+    drop(db);
+    let db = open(dir, None).expect("second reopen");
+    assert_eq!(db.recovered().action, RecoveryAction::Clean, "{context}");
+    assert_eq!(commits(&db).len() as u64, next, "{context}");
+}
+
+#[test]
+fn every_fault_point_fails_the_commit_and_recovery_settles_it() {
+    for point in FaultPoint::ALL {
+        for fault in Fault::ALL {
+            let dir = tempfile::tempdir().expect("tmp");
+            fault_case(dir.path(), point, fault);
+            fault::disarm(dir.path());
+        }
+    }
+}
+
+/// A fault that fires before MDBX's decision leaves the handle usable: the same commit succeeds
+/// when retried, and the half-written intent it left is replaced.
+#[test]
+fn commit_retried_after_a_failed_intent_write_succeeds() {
+    for point in [FaultPoint::IntentWrite, FaultPoint::IntentFsync] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let db = open(dir.path(), None).expect("open");
+        commit(&db, 1).expect("commit 1");
+        fault::arm(dir.path(), point, Fault::Enospc);
+        commit(&db, 2).expect_err("faulted");
+        commit(&db, 2).expect("retry");
+        assert_eq!(commits(&db), vec![1, 2], "{}", point.name());
+        assert_eq!(db.last_seq(), 2);
+        drop(db);
+        let db = open(dir.path(), None).expect("reopen");
+        assert_eq!(
+            db.recovered().action,
+            RecoveryAction::Clean,
+            "{}",
+            point.name()
+        );
+        assert_eq!(commits(&db), vec![1, 2], "{}", point.name());
+    }
+}
+
+/// The disk is still full when the node restarts: recovery's replay fails too. The open is
+/// refused with the errno and the intent log is kept byte for byte, so the open after the cause
+/// is fixed replays the commit.
+#[test]
+fn failed_replay_keeps_the_intent_for_the_next_open() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join(INTENT_LOG_FILE);
+    let db = open(dir.path(), None).expect("open");
+    commit(&db, 1).expect("commit 1");
+    fault::arm(dir.path(), FaultPoint::FollowerApply, Fault::Enospc);
+    commit(&db, 2).expect_err("faulted apply");
+    drop(db);
+    let intent = fs::read(&log).expect("log");
+    assert!(!intent.is_empty(), "the decided commit's intent is kept");
+
+    fault::arm(dir.path(), FaultPoint::FollowerApply, Fault::Enospc);
+    match open(dir.path(), None) {
+        Err(e @ HybridError::Replay { seq: 2, .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&Fault::Enospc.io_error().to_string())
+                    && msg.contains(INTENT_LOG_FILE)
+                    && msg.contains("open the database again"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected Replay, got {other:?}"),
+    }
+    assert!(
+        fs::read(&log).expect("log") == intent,
+        "the intent log changed"
+    );
+
+    let db = open(dir.path(), None).expect("open once the disk has room");
+    assert_eq!(db.recovered().action, RecoveryAction::Replayed { seq: 2 });
+    assert_eq!(commits(&db), vec![1, 2]);
+}
+
+/// A read transaction opened before the faulted commit keeps its consistent snapshot; one
+/// opened after it is refused.
+#[test]
+fn reader_opened_before_a_failed_apply_keeps_its_snapshot() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = open(dir.path(), None).expect("open");
+    commit(&db, 1).expect("commit 1");
+    let before = db.begin_ro().expect("ro");
+    fault::arm(dir.path(), FaultPoint::FollowerApply, Fault::Eio);
+    commit(&db, 2).expect_err("faulted apply");
+    assert_eq!(
+        before
+            .entries(reth_hybrid_api::Tables::CanonicalHeaders)
+            .expect("entries"),
+        1
+    );
+    assert_eq!(
+        before
+            .entries(reth_hybrid_api::Tables::TransactionHashNumbers)
+            .expect("entries"),
+        1
+    );
+    before.abort();
+    assert!(db.begin_ro().is_err(), "a new reader is refused");
+}
