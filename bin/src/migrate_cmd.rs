@@ -3,7 +3,11 @@
 use crate::progress::{Bars, bytes};
 use eyre::WrapErr;
 use reth_hybrid_api::{EngineKind, Tables};
-use reth_hybrid_migrate::{MigrateReport, MigrateRequest, Plan, migrate, plan};
+use reth_hybrid_migrate::{
+    MigrateReport, MigrateRequest, Plan,
+    abandon::{AbandonPlan, abandon, abandon_plan},
+    migrate, plan,
+};
 use std::{io::Write, path::PathBuf};
 
 #[derive(Debug, clap::Args)]
@@ -30,6 +34,11 @@ pub struct MigrateArgs {
     /// Print JSON (the plan or the report) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Give up the interrupted migration instead of resuming it (for an unreadable state file):
+    /// keeps every table where the layout records it, removes the partial copy in the other
+    /// engine, the staging files and the state file. With --dry-run, only says what it removes.
+    #[arg(long, conflicts_with_all = ["tables", "compact"])]
+    pub abandon: bool,
 }
 
 pub fn parse_table(s: &str) -> Result<Tables, String> {
@@ -48,6 +57,21 @@ impl MigrateArgs {
 
 pub fn run(args: &MigrateArgs, out: &mut impl Write) -> eyre::Result<()> {
     let request = args.request();
+    if args.abandon {
+        let (result, done) = if args.dry_run {
+            (abandon_plan(&args.datadir), false)
+        } else {
+            (abandon(&args.datadir), true)
+        };
+        let plan = result
+            .wrap_err_with(|| format!("abandoning the migration in {}", args.datadir.display()))?;
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&plan)?)?;
+        } else {
+            print_abandon(&plan, done, out)?;
+        }
+        return Ok(());
+    }
     if args.dry_run {
         let plan = plan(&args.datadir, &request)
             .wrap_err_with(|| format!("planning the migration of {}", args.datadir.display()))?;
@@ -144,4 +168,55 @@ fn print_report(report: &MigrateReport, out: &mut impl Write) -> std::io::Result
         "done in {:.1} s; every table verified (rows and checksum, both engines)",
         report.seconds
     )
+}
+
+fn print_abandon(plan: &AbandonPlan, done: bool, out: &mut impl Write) -> std::io::Result<()> {
+    let Some(state) = &plan.state else {
+        return writeln!(
+            out,
+            "no migration in progress in {}; nothing to abandon",
+            plan.datadir.display()
+        );
+    };
+    writeln!(out, "abandoning in {}: {state}", plan.datadir.display())?;
+    let verb = if done { "removed" } else { "would remove" };
+    for c in &plan.partial_copies {
+        writeln!(
+            out,
+            "  {:<24} {verb} the partial copy in {}; the table stays in {}",
+            c.table.name(),
+            c.removed_from,
+            c.kept_in
+        )?;
+    }
+    for t in &plan.rollback_positions {
+        writeln!(out, "  {:<24} {verb} the rollback position", t.name())?;
+    }
+    for f in &plan.files {
+        writeln!(out, "  {verb} {}", f.display())?;
+    }
+    let rocks: Vec<&str> = plan
+        .layout
+        .iter()
+        .filter(|(_, e)| *e == EngineKind::RocksDb)
+        .map(|(t, _)| t.name())
+        .collect();
+    writeln!(
+        out,
+        "tables in RocksDB afterwards: {}",
+        if rocks.is_empty() {
+            "none".to_string()
+        } else {
+            rocks.join(", ")
+        }
+    )?;
+    if done {
+        writeln!(
+            out,
+            "the migration was abandoned; `reth-hybrid verify` checks the datadir, and \
+             `reth-hybrid migrate` starts a new one"
+        )
+    } else {
+        writeln!(out, "dry run: nothing was changed")
+    }
 }

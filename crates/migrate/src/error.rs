@@ -59,10 +59,44 @@ pub enum MigrateError {
         target_sum: String,
     },
     #[error(
-        "the migration state {path} is inconsistent with the datadir ({reason}); restore the \
-         datadir from a backup or report this"
+        "the migration state {path} is inconsistent with the datadir ({reason}); nothing was \
+         changed. Give the migration up with `reth-hybrid migrate --datadir {dd} --abandon` (it \
+         keeps every table where the layout records it and removes the partial copy; see \
+         docs/migration.md), or restore the datadir from a backup",
+        dd = path.parent().unwrap_or(path).display()
     )]
     BadState { path: PathBuf, reason: String },
+    #[error(
+        "the migration state {path} cannot be read ({reason}); nothing was changed. Give the \
+         interrupted migration up with `reth-hybrid migrate --datadir {dd} --abandon`: it \
+         works out from the rows where every table is, removes the partial copy and this file, \
+         and removes no row the node reads; then start the migration again",
+        dd = path.parent().unwrap_or(path).display()
+    )]
+    UnreadableState { path: PathBuf, reason: String },
+    #[error(
+        "{step} failed ({cause}). Nothing was lost: the migration stopped between two durable \
+         steps and every table is still read from one complete copy. {fix}, then run the same \
+         command again to resume: {resume}"
+    )]
+    StepFailed {
+        step: String,
+        cause: &'static str,
+        fix: &'static str,
+        resume: String,
+        #[source]
+        source: Box<MigrateError>,
+    },
+    #[error(
+        "cannot abandon the migration: table {table} is recorded in {layout} but its rows are \
+         only in {other}, which no interrupted migration leaves; nothing was changed. Run \
+         `reth-hybrid verify` and restore the datadir from a backup"
+    )]
+    AbandonRefused {
+        table: Tables,
+        layout: EngineKind,
+        other: EngineKind,
+    },
     #[error(
         "table {table} must be empty to change its engine with `layout set` ({rows} rows in {engine}); move its rows with `reth-hybrid migrate --tables {table} --to {target}`"
     )]

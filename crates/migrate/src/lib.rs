@@ -2,10 +2,12 @@
 //! resumable, reversible), `stats`, `verify`, `layout set`, and the synthetic reth datadir
 //! generator. Built on the concrete engines: migration is MDBX <-> RocksDB by nature.
 
+pub mod abandon;
 pub mod crash;
 pub mod datadir;
 pub mod digest;
 pub mod error;
+pub mod fault;
 pub mod generate;
 pub mod layout_set;
 pub mod migrate;

@@ -15,6 +15,7 @@ use crate::{
     datadir::{Datadir, effective_layout, remove_durably, sync_parent},
     digest::TableDigest,
     error::{MigrateError, io},
+    fault::{self, FaultPoint},
     plan::{MigrateRequest, Plan, plan},
     progress::Progress,
     state::{MigrationState, Phase, RollbackProgress, SstChunk, rollback_key},
@@ -57,6 +58,8 @@ pub struct MigrateReport {
 }
 
 struct Run<'a> {
+    /// What is being done now, for the error that says where a failure struck.
+    step: String,
     dd: Datadir,
     mdbx: MdbxEngine,
     rocks: RocksEngine,
@@ -84,8 +87,15 @@ pub fn migrate(
             seconds: started.elapsed().as_secs_f64(),
         });
     }
+    let resume = plan.command.as_str();
     let mdbx = MdbxEngine::open(datadir, MdbxOptions::read_write())?;
-    let rocks = RocksEngine::open_in_datadir(datadir)?;
+    let rocks = RocksEngine::open_in_datadir(datadir).map_err(|e| {
+        step_failed(
+            "opening (or creating) hybrid-rocksdb".into(),
+            resume,
+            e.into(),
+        )
+    })?;
     let (mdbx, rocks) = if dd.intent_pending() && !plan.resume {
         // A node stopped with a commit in flight: settle it before moving any table.
         let hybrid = HybridDb::open(mdbx, rocks, datadir, HybridOptions::default())?;
@@ -100,12 +110,15 @@ pub fn migrate(
         Some(s) => s,
         None => {
             let s = MigrationState::new(request.to, &tables, request.compact, plan.command.clone());
-            s.write(&dd)?;
+            s.write(&dd).map_err(|e| {
+                step_failed(format!("writing {}", dd.state_file().display()), resume, e)
+            })?;
             crash_point!("AfterStateWrite");
             s
         }
     };
     let mut run = Run {
+        step: String::new(),
         dd,
         mdbx,
         rocks,
@@ -116,10 +129,14 @@ pub fn migrate(
     let mut reports = Vec::new();
     for (idx, table_plan) in plan.tables.iter().enumerate() {
         let t0 = Instant::now();
-        let (digest, target_bytes) = match request.to {
-            EngineKind::RocksDb => run.move_to_rocksdb(idx)?,
-            EngineKind::Mdbx => run.move_to_mdbx(idx)?,
+        let moved = match request.to {
+            EngineKind::RocksDb => run.move_to_rocksdb(idx),
+            EngineKind::Mdbx => run.move_to_mdbx(idx),
         };
+        let (digest, target_bytes) = moved.map_err(|e| {
+            let step = format!("{} to {}: {}", table_plan.table, request.to, run.step);
+            step_failed(step, resume, e)
+        })?;
         reports.push(TableReport {
             table: table_plan.table,
             rows: digest.rows,
@@ -138,9 +155,12 @@ pub fn migrate(
     } = run;
     drop(rocks);
     let compacted = if state.compact && !state.compacted {
-        let sizes = compact_mdbx(mdbx, &dd, progress)?;
+        let sizes = compact_mdbx(mdbx, &dd, progress)
+            .map_err(|e| step_failed("compacting mdbx.dat".into(), resume, e))?;
         state.compacted = true;
-        state.write(&dd)?;
+        state
+            .write(&dd)
+            .map_err(|e| step_failed("recording the compaction".into(), resume, e))?;
         Some(sizes)
     } else {
         drop(mdbx);
@@ -149,9 +169,12 @@ pub fn migrate(
     crash_point!("BeforeStateRemove");
     let staging = dd.staging();
     if staging.exists() {
-        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+        std::fs::remove_dir_all(&staging)
+            .map_err(io(&staging))
+            .map_err(|e| step_failed("removing the staging folder".into(), resume, e))?;
     }
-    remove_durably(&dd.state_file())?;
+    remove_durably(&dd.state_file())
+        .map_err(|e| step_failed("removing the migration state".into(), resume, e))?;
     Ok(MigrateReport {
         plan,
         tables: reports,
@@ -182,6 +205,8 @@ impl Run<'_> {
         let wtx = self.mdbx.begin_rw()?;
         also(&wtx)?;
         put_bytes(&wtx, LAYOUT_KEY, layout.to_json())?;
+        // Dropping the transaction aborts it: a failed switch changes nothing.
+        fault::inject(FaultPoint::Switch).map_err(io(&self.dd.mdbx_file()))?;
         wtx.commit()?;
         Ok(())
     }
@@ -313,6 +338,7 @@ impl Run<'_> {
             }
             single_pass = self.copy_to_sst(idx)?;
             self.table_state(idx).phase = Phase::Written;
+            self.step = "recording the finished copy".into();
             self.state.write(&self.dd)?;
         }
         let dir = self.dd.staging().join(table.name());
@@ -332,11 +358,15 @@ impl Run<'_> {
                 &format!("{table}: ingesting {} SST files", files.len()),
                 None,
             );
+            self.step = format!("ingesting {} SST files into RocksDB", files.len());
+            fault::inject(FaultPoint::Ingest).map_err(io(&dir))?;
             self.rocks.ingest_sst_files(table, &files)?;
+            fault::inject(FaultPoint::IngestLanded).map_err(io(&dir))?;
             self.progress.end();
             crash_point!("AfterIngest");
         }
         let copied = self.state.tables[idx].copied();
+        self.step = "verifying both copies".into();
         // The source side: the copy's own checksum when the whole table was read in this run's
         // one transaction (we hold the storage lock, so nothing changed since); after an
         // interruption the source may have been opened in between, so it is read again.
@@ -378,6 +408,7 @@ impl Run<'_> {
             &format!("{table}: switch (clear in MDBX, record the layout)"),
             None,
         );
+        self.step = "switching (clearing MDBX's copy, recording the layout)".into();
         self.switch_layout(table, EngineKind::RocksDb, |wtx| Ok(wtx.clear(table)?))?;
         self.progress.end();
         crash_point!("AfterSwitch");
@@ -388,6 +419,7 @@ impl Run<'_> {
     fn finish_table(&mut self, idx: usize) -> Result<(), MigrateError> {
         let table = self.state.tables[idx].table;
         self.table_state(idx).phase = Phase::Done;
+        self.step = "recording the finished table".into();
         self.state.write(&self.dd)?;
         let dir = self.dd.staging().join(table.name());
         if dir.exists() {
@@ -408,6 +440,7 @@ impl Run<'_> {
     fn copy_to_sst(&mut self, idx: usize) -> Result<bool, MigrateError> {
         let table = self.state.tables[idx].table;
         let dir = self.dd.staging().join(table.name());
+        self.step = format!("preparing {}", dir.display());
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         sync_parent(&dir)?;
         // Files of an interrupted run that were never recorded are partial: remove them.
@@ -467,12 +500,19 @@ impl Run<'_> {
             while carry.is_some() {
                 let file = format!("{:06}.sst", self.state.tables[idx].chunks.len());
                 let path = dir.join(&file);
+                self.step = format!("writing SST file {}", path.display());
                 let mut digest = TableDigest::default();
                 let mut last_key = Vec::new();
                 let progress = self.progress;
                 let written = self.rocks.write_sst_file(table, &path, |sink| {
                     while let Some((k, v, hash)) = carry.take() {
                         sink.put(&k, &v)?;
+                        if digest.rows == 0 {
+                            // A fault after the file's first row leaves it half-written.
+                            fault::inject(FaultPoint::SstWrite).map_err(|e| {
+                                reth_hybrid_api::DatabaseError::Custom(std::sync::Arc::new(e))
+                            })?;
+                        }
                         digest.add_hash(hash);
                         if digest.rows % 8192 == 0 {
                             progress.advance(8192);
@@ -494,6 +534,7 @@ impl Run<'_> {
                     digest,
                     last_stored_key: hex::encode(&last_key),
                 });
+                self.step = format!("recording SST file {}", path.display());
                 self.state.write(&self.dd)?;
                 crash_point!("CopyAfterCheckpoint");
             }
@@ -538,6 +579,7 @@ impl Run<'_> {
             }
             let d = self.mdbx_digest(table)?;
             self.table_state(idx).phase = Phase::Done;
+            self.step = "recording the finished table".into();
             self.state.write(&self.dd)?;
             return Ok((d, mdbx_bytes(self)?));
         }
@@ -557,6 +599,7 @@ impl Run<'_> {
         if !position.clearing {
             self.copy_to_mdbx(table, &mut position)?;
         }
+        self.step = "verifying both copies".into();
         let source = self.rocks_digest(table)?;
         let target = self.mdbx_digest(table)?;
         if source != target || position.digest != source {
@@ -573,6 +616,7 @@ impl Run<'_> {
             });
         }
         position.clearing = true;
+        self.step = "switching (recording the layout)".into();
         self.switch_layout(table, EngineKind::Mdbx, |wtx| {
             put_bytes(
                 wtx,
@@ -584,11 +628,13 @@ impl Run<'_> {
         crash_point!("RollbackAfterSwitch");
         self.clear_rocks_copy(table)?;
         self.table_state(idx).phase = Phase::Done;
+        self.step = "recording the finished table".into();
         self.state.write(&self.dd)?;
         Ok((target, mdbx_bytes(self)?))
     }
 
-    fn clear_rocks_copy(&self, table: Tables) -> Result<(), MigrateError> {
+    fn clear_rocks_copy(&mut self, table: Tables) -> Result<(), MigrateError> {
+        self.step = "removing RocksDB's copy".into();
         self.progress
             .begin(&format!("{table}: removing RocksDB's copy"), None);
         self.rocks.clear_table(table)?;
@@ -602,10 +648,11 @@ impl Run<'_> {
 
     /// Copies rows from RocksDB into MDBX in batches, each committed with its position.
     fn copy_to_mdbx(
-        &self,
+        &mut self,
         table: Tables,
         position: &mut RollbackProgress,
     ) -> Result<(), MigrateError> {
+        self.step = "copying a batch of rows into MDBX".into();
         let total = self.rocks.table_size(table).estimated_rows;
         self.progress
             .begin(&format!("{table}: RocksDB -> MDBX"), Some(total));
@@ -641,6 +688,8 @@ impl Run<'_> {
                 &rollback_key(table),
                 serde_json::to_vec(&*position).expect("serializes"),
             )?;
+            // Dropping the transaction aborts the batch with its position.
+            fault::inject(FaultPoint::RollbackBatch).map_err(io(&self.dd.mdbx_file()))?;
             wtx.commit()?;
             self.progress.advance(n);
             crash_point!("RollbackAfterBatch");
@@ -684,6 +733,11 @@ fn compact_mdbx(
         }),
     )?;
     progress.begin("MDBX: writing a compacted copy", None);
+    if let Err(e) = fault::inject(FaultPoint::CompactCopy) {
+        // As a full disk would: a partial copy is left behind.
+        std::fs::write(&tmp, [0u8; 4096]).map_err(io(&tmp))?;
+        return Err(io(&tmp)(e));
+    }
     mdbx.copy_compacted(&tmp)?;
     std::fs::File::open(&tmp)
         .and_then(|f| f.sync_all())
@@ -759,4 +813,108 @@ impl RowFeed {
             }
         }
     }
+}
+
+/// Wraps the failure of a step that touches the disk (a full disk, a file-size limit, an I/O
+/// error) with what was being done and how to go on. Errors that already say what to do (a
+/// failed verification, an inconsistent state, a refusal) pass unchanged.
+fn step_failed(step: String, resume: &str, source: MigrateError) -> MigrateError {
+    if !matches!(
+        source,
+        MigrateError::Io { .. }
+            | MigrateError::Mdbx(_)
+            | MigrateError::Rocks(_)
+            | MigrateError::Database(_)
+    ) {
+        return source;
+    }
+    let (cause, fix) = classify(&source);
+    MigrateError::StepFailed {
+        step,
+        cause,
+        fix,
+        resume: resume.to_string(),
+        source: Box::new(source),
+    }
+}
+
+/// What an operator can do about the errno at the bottom of `error`, found through `source()`
+/// and through the engine errors kept inside `DatabaseError` (RocksDB reports errno as text).
+fn classify(error: &(dyn std::error::Error + 'static)) -> (&'static str, &'static str) {
+    const NO_SPACE: (&str, &str) = (
+        "no space left on device",
+        "Free disk space (or move the datadir to a larger disk)",
+    );
+    const TOO_LARGE: (&str, &str) = (
+        "file too large: the file-size limit (`ulimit -f`) was reached",
+        "Raise the limit (`ulimit -f unlimited`)",
+    );
+    const EIO: (&str, &str) = (
+        "I/O error reported by the disk",
+        "Check the disk and its filesystem (`dmesg`, SMART) before going on",
+    );
+    let by_errno = |errno: i32| match errno {
+        libc::ENOSPC | libc::EDQUOT => Some(NO_SPACE),
+        libc::EFBIG => Some(TOO_LARGE),
+        libc::EIO => Some(EIO),
+        _ => None,
+    };
+    let mut stack: Vec<&(dyn std::error::Error + 'static)> = vec![error];
+    while let Some(e) = stack.pop() {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && let Some(found) = io.raw_os_error().and_then(by_errno)
+        {
+            return found;
+        }
+        // `#[error(transparent)]` skips the wrapped error itself in `source()`.
+        if let Some(MigrateError::Database(db)) = e.downcast_ref::<MigrateError>() {
+            stack.push(db);
+        }
+        if let Some(db) = e.downcast_ref::<reth_hybrid_api::DatabaseError>() {
+            if let Some(found) = db.code().filter(|c| *c > 0).and_then(by_errno) {
+                return found;
+            }
+            if let Some(inner) = database_error_source(db) {
+                stack.push(inner);
+            }
+        }
+        let text = e.to_string();
+        for (needle, found) in [
+            ("No space left on device", NO_SPACE),
+            ("Disk quota exceeded", NO_SPACE),
+            ("File too large", TOO_LARGE),
+            ("Input/output error", EIO),
+        ] {
+            if text.contains(needle) {
+                return found;
+            }
+        }
+        if let Some(next) = e.source() {
+            stack.push(next);
+        }
+    }
+    ("see the cause below", "Fix the cause below")
+}
+
+/// The engine error a `DatabaseError` keeps (not reachable through `source()` for every variant).
+fn database_error_source(
+    e: &reth_hybrid_api::DatabaseError,
+) -> Option<&(dyn std::error::Error + 'static)> {
+    use reth_hybrid_api::DatabaseError as D;
+    let info = match e {
+        D::Open(i)
+        | D::CreateTable(i)
+        | D::Read(i)
+        | D::Delete(i)
+        | D::Commit(i)
+        | D::InitTx(i)
+        | D::InitCursor(i)
+        | D::Stats(i) => i,
+        D::Write(w) => &w.info,
+        D::Custom(inner) => return Some(inner.as_ref()),
+        _ => return None,
+    };
+    info.source
+        .as_deref()
+        .map(|e| e as &(dyn std::error::Error + 'static))
 }

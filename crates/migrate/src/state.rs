@@ -6,6 +6,7 @@ use crate::{
     datadir::{Datadir, write_atomically},
     digest::TableDigest,
     error::{MigrateError, io},
+    fault::{self, FaultPoint},
 };
 use reth_hybrid_api::{EngineKind, Tables};
 use serde::{Deserialize, Serialize};
@@ -89,15 +90,17 @@ impl MigrationState {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io(&path)(e)),
         };
-        let state: Self = serde_json::from_slice(&bytes).map_err(|e| MigrateError::BadState {
-            path: path.clone(),
-            reason: format!("unreadable: {e}"),
-        })?;
+        let state: Self =
+            serde_json::from_slice(&bytes).map_err(|e| MigrateError::UnreadableState {
+                path: path.clone(),
+                reason: format!("not a migration state: {e}"),
+            })?;
         if state.version != STATE_VERSION {
-            return Err(MigrateError::BadState {
+            return Err(MigrateError::UnreadableState {
                 path,
                 reason: format!(
-                    "state version {} (this tool writes {STATE_VERSION})",
+                    "state version {}, this tool reads version {STATE_VERSION}; the tool that \
+                     started the migration can resume it",
                     state.version
                 ),
             });
@@ -107,7 +110,14 @@ impl MigrationState {
 
     pub fn write(&self, datadir: &Datadir) -> Result<(), MigrateError> {
         let bytes = serde_json::to_vec_pretty(self).expect("state serializes");
-        write_atomically(&datadir.state_file(), &bytes)
+        let path = datadir.state_file();
+        if let Err(e) = fault::inject(FaultPoint::StateWrite) {
+            // As a full disk would: the temporary file is left half-written, the state as it was.
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, &bytes[..bytes.len() / 2]).map_err(io(&tmp))?;
+            return Err(io(&tmp)(e));
+        }
+        write_atomically(&path, &bytes)
     }
 
     /// Whether this state is the migration `to`/`tables` asks for (so it may be resumed).
