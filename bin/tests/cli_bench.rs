@@ -163,3 +163,143 @@ fn preflight_refuses_an_unmigrated_rocksdb_datadir() {
         "{stderr}"
     );
 }
+
+/// Every file under `root` with its bytes (folders as `None`), by relative path.
+fn snapshot(root: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Option<Vec<u8>>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            let rel = path.strip_prefix(root).expect("under root").to_path_buf();
+            if path.is_dir() {
+                out.insert(rel, None);
+                todo.push(path);
+            } else {
+                out.insert(rel, Some(std::fs::read(&path).expect("read")));
+            }
+        }
+    }
+    out
+}
+
+/// `bench run` with a candidate datadir as typed, run in `cwd` with `HOME` set to `home`.
+fn bench_run_in(
+    cwd: &Path,
+    home: &Path,
+    baseline: &Path,
+    pristine: &Path,
+    candidate: &str,
+) -> (String, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
+        .current_dir(cwd)
+        .env("HOME", home)
+        .args(["bench", "run", "--baseline-datadir"])
+        .arg(baseline)
+        .arg("--baseline-restore-from")
+        .arg(pristine)
+        .args([
+            "--baseline-node",
+            "exit 1",
+            "--candidate-datadir",
+            candidate,
+        ])
+        .arg("--candidate-restore-from")
+        .arg(pristine)
+        .args(["--candidate-node", "exit 1", "--candidate-layout", "mdbx"])
+        .args([
+            "--rpc-url",
+            "http://127.0.0.1:1",
+            "--from",
+            "100",
+            "--to",
+            "150",
+        ])
+        .arg("--output")
+        .arg(baseline.with_file_name("out"))
+        .output()
+        .expect("run reth-hybrid");
+    (
+        String::from_utf8(out.stderr).expect("utf8"),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+#[test]
+fn run_refuses_the_working_folder_its_ancestors_home_and_root_touching_nothing() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path().canonicalize().expect("real");
+    let (baseline, pristine) = (root.join("baseline"), root.join("pristine"));
+    let (_, stderr, code) = reth_hybrid(&[
+        "generate",
+        "--datadir",
+        baseline.to_str().expect("utf8"),
+        "--scale",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&baseline)
+        .arg(&pristine)
+        .status()
+        .expect("cp");
+    assert!(cp.success());
+    // The reported case: a folder holding one file, used as the working folder.
+    let work = root.join("work");
+    std::fs::create_dir_all(work.join("sub")).expect("mkdir");
+    std::fs::write(work.join("only-file.txt"), "it was deleted once").expect("write");
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let work_dot = format!("{}/.", work.display());
+    let work_str = work.to_str().expect("utf8").to_string();
+    // (case, working folder, HOME, --candidate-datadir as typed, what the error says)
+    let cases: [(&str, &Path, &Path, &str, &str); 6] = [
+        (
+            ".",
+            &work,
+            &elsewhere,
+            ".",
+            "the folder this command runs in",
+        ),
+        (
+            "..",
+            &work.join("sub"),
+            &elsewhere,
+            "..",
+            "the folder this command runs in",
+        ),
+        (
+            "./",
+            &work,
+            &elsewhere,
+            "./",
+            "the folder this command runs in",
+        ),
+        (
+            "<cwd>/.",
+            &work,
+            &elsewhere,
+            &work_dot,
+            "the folder this command runs in",
+        ),
+        (
+            "~ (as the shell expands it)",
+            &elsewhere,
+            &work,
+            &work_str,
+            "home folder",
+        ),
+        ("/", &elsewhere, &elsewhere, "/", "root folder /"),
+    ];
+    for (case, cwd, home, candidate, says) in cases {
+        let before = snapshot(&root);
+        let (stderr, code) = bench_run_in(cwd, home, &baseline, &pristine, candidate);
+        assert_ne!(code, 0, "{case}: not refused");
+        assert!(
+            stderr.contains(says) && stderr.contains("--candidate-datadir"),
+            "{case}: {stderr}"
+        );
+        assert!(snapshot(&root) == before, "{case}: a file changed");
+    }
+}

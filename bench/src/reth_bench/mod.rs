@@ -4,7 +4,9 @@
 
 pub mod charts;
 pub mod files;
+pub mod guard;
 pub mod orchestrate;
 pub mod preflight;
 pub mod report;
+pub mod restore;
 pub mod stats;

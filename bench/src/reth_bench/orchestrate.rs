@@ -1,12 +1,16 @@
 //! `bench run`: baseline and candidate runs of `reth-bench new-payload-fcu`, interleaved ABBA.
-//! Before each run the datadir goes back to the same start block (reth's `stage unwind`, which
-//! keeps the given block, or a restore from a pristine copy), the node starts, the engine port is
-//! awaited, reth-bench runs (warmup blocks first, in their own folder), and the node stops. Every
-//! run keeps its raw output (CSVs, reth-bench and node logs) in its own folder.
+//! Before anything runs or is touched, `guard` checks every folder a run may reset, and
+//! interrupted restores of an earlier run are finished or undone (`restore::recover`). Before
+//! each run the datadir goes back to the same start block (reth's `stage unwind`, which keeps the
+//! given block, or a restore from a pristine copy, `restore::Swap`), the node starts, the engine
+//! port is awaited, reth-bench runs (warmup blocks first, in their own folder), and the node
+//! stops. Every run keeps its raw output (CSVs, reth-bench and node logs) in its own folder.
 
 use crate::reth_bench::{
+    guard::{GuardError, Target, check_datadir, check_paths},
     preflight::{check_pair, inspect},
     report::{RunConfig, RunRecord, SetupConfig},
+    restore::{RestoreError, Swap, recover},
 };
 use reth_hybrid_api::EngineKind;
 use std::{
@@ -24,7 +28,8 @@ use std::{
 pub enum Reset {
     /// `<reth> stage unwind --datadir <datadir> to-block <start>` (the block is kept).
     Unwind { reth: String },
-    /// Replace the datadir with a copy of this pristine one.
+    /// Replace the datadir with a copy of this pristine one (beside it, then swapped in; see
+    /// `restore`).
     Restore { from: PathBuf },
 }
 
@@ -97,11 +102,10 @@ pub enum RunError {
          (--{side}-restore-from <copy>)"
     )]
     UnwindHybrid { datadir: PathBuf, side: String },
-    #[error(
-        "--{side}-restore-from {from} must be a pristine copy of the {side} datadir (an existing \
-         datadir, not the datadir itself): every run replaces the datadir with it"
-    )]
-    BadRestoreSource { from: PathBuf, side: String },
+    #[error(transparent)]
+    Guard(#[from] GuardError),
+    #[error(transparent)]
+    Restore(#[from] RestoreError),
     #[error("bad block range: {reason}")]
     BadRange { reason: String },
     #[error("bad engine RPC URL {url}: {reason}")]
@@ -278,8 +282,14 @@ impl Drop for Node {
     }
 }
 
-fn reset(setup: &Setup, start: u64, dir: &Path) -> Result<(), RunError> {
+fn reset(setup: &Setup, target: &Target, start: u64, dir: &Path) -> Result<(), RunError> {
     match &setup.reset {
+        Reset::Restore { from } => {
+            // The real paths `guard` checked, not the ones as typed.
+            let from = target.restore_from.as_deref().unwrap_or(from);
+            Swap::new(&target.datadir, from, &dir.join("reset.log"))?.run()?;
+            Ok(())
+        }
         Reset::Unwind { reth } => {
             let head = inspect(&setup.datadir)?.head.unwrap_or(0);
             if head == start {
@@ -294,21 +304,6 @@ fn reset(setup: &Setup, start: u64, dir: &Path) -> Result<(), RunError> {
                 .arg(start.to_string());
             run_logged(cmd, "reth stage unwind", &dir.join("reset.log"))
         }
-        Reset::Restore { from } => {
-            // ORDER: copy next to the datadir first, then swap, so a failed copy (missing
-            // source, full disk) leaves the datadir as it was.
-            let staged = setup.datadir.with_extension("restoring");
-            if staged.exists() {
-                std::fs::remove_dir_all(&staged).map_err(io(&staged))?;
-            }
-            let mut cmd = Command::new("cp");
-            cmd.arg("-a").arg("--reflink=auto").arg(from).arg(&staged);
-            run_logged(cmd, "restoring the datadir", &dir.join("reset.log"))?;
-            if setup.datadir.exists() {
-                std::fs::remove_dir_all(&setup.datadir).map_err(io(&setup.datadir))?;
-            }
-            std::fs::rename(&staged, &setup.datadir).map_err(io(&setup.datadir))
-        }
     }
 }
 
@@ -320,22 +315,24 @@ fn start_state(setup: &Setup) -> &Path {
     }
 }
 
-/// A restore source must be another, existing datadir: the run replaces the datadir with it.
-fn check_restore_source(setup: &Setup, side: &str) -> Result<(), RunError> {
-    let Reset::Restore { from } = &setup.reset else {
-        return Ok(());
-    };
-    let same = match (from.canonicalize(), setup.datadir.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if same || !from.join("db").join("mdbx.dat").exists() {
-        return Err(RunError::BadRestoreSource {
-            from: from.clone(),
-            side: side.to_string(),
-        });
+/// Everything that must hold before a datadir is touched, and the recovery of interrupted
+/// restores. ORDER: all refusals that need no datadir come first, then each existing datadir is
+/// checked, and only then are the leftovers of an earlier restore (provably this tool's, see
+/// `restore`) finished or undone; the datadirs are checked again after that.
+fn prepare(plan: &RunPlan, log: &mut dyn Write) -> Result<[Target; 2], RunError> {
+    let targets = check_paths(plan)?;
+    for t in &targets {
+        if t.datadir.exists() {
+            check_datadir(t)?;
+        }
     }
-    Ok(())
+    for t in &targets {
+        recover(&t.datadir, log)?;
+    }
+    for t in &targets {
+        check_datadir(t)?;
+    }
+    Ok(targets)
 }
 
 fn bench_command(
@@ -375,8 +372,7 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
             output: plan.output.clone(),
         });
     }
-    check_restore_source(&plan.baseline, "baseline")?;
-    check_restore_source(&plan.candidate, "candidate")?;
+    let targets = prepare(plan, log)?;
     // What the runs will start from: with restores, the pristine copies.
     let (a, _) = check_pair(
         (start_state(&plan.baseline), plan.baseline.layout),
@@ -427,12 +423,12 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
     let mut records = Vec::new();
     let mut counts = (0usize, 0usize);
     for is_candidate in run_order(plan.pairs) {
-        let (setup, side, k) = if is_candidate {
+        let (setup, target, side, k) = if is_candidate {
             counts.1 += 1;
-            (&plan.candidate, "candidate", counts.1)
+            (&plan.candidate, &targets[1], "candidate", counts.1)
         } else {
             counts.0 += 1;
-            (&plan.baseline, "baseline", counts.0)
+            (&plan.baseline, &targets[0], "baseline", counts.0)
         };
         let dir = plan.output.join(format!("{side}-{k}"));
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
@@ -441,7 +437,7 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
             "{side} run {k}: resetting {} to block {start}",
             setup.datadir.display()
         );
-        reset(setup, start, &dir)?;
+        reset(setup, target, start, &dir)?;
         let node_log = dir.join("node.log");
         let mut node = Node::start(setup, &node_log)?;
         node.wait_for_port(side, &addr, plan.start_timeout, &node_log)?;
