@@ -56,7 +56,10 @@ mod tests {
     fn shows_message_and_each_cause_without_locations() {
         let err = eyre::Report::new(Outer(Inner));
         let text = render(&err, false);
-        assert!(text.starts_with("Error: migration of AccountsHistory failed"), "{text}");
+        assert!(
+            text.starts_with("Error: migration of AccountsHistory failed"),
+            "{text}"
+        );
         assert!(text.contains("Caused by:\n    disk full"), "{text}");
         assert!(!text.contains("Location"), "{text}");
         assert!(!text.contains(".rs:"), "{text}");

@@ -21,7 +21,10 @@ fn failing_run(extra: &[&str], backtrace: Option<&str>) -> String {
 fn an_error_names_the_problem_and_the_fix_without_source_locations() {
     let stderr = failing_run(&[], None);
     assert!(stderr.starts_with("Error: "), "{stderr}");
-    assert!(stderr.contains("/nonexistent/reth-hybrid-datadir"), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/reth-hybrid-datadir"),
+        "{stderr}"
+    );
     assert!(stderr.contains("pass the reth datadir"), "{stderr}");
     assert!(!stderr.contains("Location"), "{stderr}");
     assert!(!stderr.contains("bin/src/"), "{stderr}");

@@ -80,7 +80,9 @@ pub fn fixture_datadirs(test: &str, crate_dir: &Path) -> Option<Vec<PathBuf>> {
 /// that lacks this datadir panics.
 pub fn fixture_datadir(test: &str, crate_dir: &Path, name: &str) -> Option<PathBuf> {
     let dirs = fixture_datadirs(test, crate_dir)?;
-    let found = dirs.into_iter().find(|d| d.file_name().is_some_and(|n| n == name));
+    let found = dirs
+        .into_iter()
+        .find(|d| d.file_name().is_some_and(|n| n == name));
     Some(found.unwrap_or_else(|| {
         panic!(
             "{test}: the fixtures folder {} has no datadir named {name}",

@@ -70,11 +70,27 @@ fn commit_writes<X: RawTxMut>(tx: &X, model: &mut Model, i: u64) {
         tx.put(table, &key, &value).expect("put");
         model.insert((table, key), value);
     };
-    put(Tables::CanonicalHeaders, i.to_be_bytes().to_vec(), vec![i as u8; 32]);
-    put(Tables::TransactionHashNumbers, tx_hash(i), i.to_be_bytes().to_vec());
+    put(
+        Tables::CanonicalHeaders,
+        i.to_be_bytes().to_vec(),
+        vec![i as u8; 32],
+    );
+    put(
+        Tables::TransactionHashNumbers,
+        tx_hash(i),
+        i.to_be_bytes().to_vec(),
+    );
     // Overwrites: a few hot accounts change again and again.
-    put(Tables::PlainAccountState, address(i % 7), [i.to_be_bytes(), [7; 8]].concat());
-    put(Tables::AccountsHistory, history_key(i % 5, i), vec![i as u8; 12]);
+    put(
+        Tables::PlainAccountState,
+        address(i % 7),
+        [i.to_be_bytes(), [7; 8]].concat(),
+    );
+    put(
+        Tables::AccountsHistory,
+        history_key(i % 5, i),
+        vec![i as u8; 12],
+    );
     if i % 3 == 0 && i >= 3 {
         for (table, key) in [
             (Tables::CanonicalHeaders, (i - 2).to_be_bytes().to_vec()),
@@ -82,7 +98,11 @@ fn commit_writes<X: RawTxMut>(tx: &X, model: &mut Model, i: u64) {
             (Tables::AccountsHistory, history_key((i - 3) % 5, i - 3)),
         ] {
             let existed = tx.delete(table, &key, None).expect("delete");
-            assert_eq!(existed, model.remove(&(table, key)).is_some(), "delete of commit {i}");
+            assert_eq!(
+                existed,
+                model.remove(&(table, key)).is_some(),
+                "delete of commit {i}"
+            );
         }
     }
     if i % 40 == 20 {
@@ -94,8 +114,12 @@ fn commit_writes<X: RawTxMut>(tx: &X, model: &mut Model, i: u64) {
     }
     tx.put(Tables::CanonicalHeaders, &MDBX_MARKER_KEY, &i.to_be_bytes())
         .expect("marker");
-    tx.put(Tables::TransactionHashNumbers, &ROCKS_MARKER_KEY, &i.to_be_bytes())
-        .expect("marker");
+    tx.put(
+        Tables::TransactionHashNumbers,
+        &ROCKS_MARKER_KEY,
+        &i.to_be_bytes(),
+    )
+    .expect("marker");
 }
 
 /// Every row of the workload's tables as the read transaction sees it, markers removed; and
@@ -123,8 +147,16 @@ fn assert_rows_match(seen: &Model, expected: &Model, context: &str) {
     if seen == expected {
         return;
     }
-    let extra: Vec<_> = seen.keys().filter(|k| !expected.contains_key(*k)).take(3).collect();
-    let missing: Vec<_> = expected.keys().filter(|k| !seen.contains_key(*k)).take(3).collect();
+    let extra: Vec<_> = seen
+        .keys()
+        .filter(|k| !expected.contains_key(*k))
+        .take(3)
+        .collect();
+    let missing: Vec<_> = expected
+        .keys()
+        .filter(|k| !seen.contains_key(*k))
+        .take(3)
+        .collect();
     let changed: Vec<_> = seen
         .iter()
         .filter(|(k, v)| expected.get(*k).is_some_and(|e| e != *v))
@@ -144,8 +176,14 @@ fn readers_see_one_commit_in_both_engines_across_many_commits() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = Arc::new(open(dir.path(), None).expect("open"));
     let layout = db.layout();
-    assert_eq!(layout.engine_of(Tables::CanonicalHeaders), reth_hybrid_api::EngineKind::Mdbx);
-    assert_eq!(layout.engine_of(Tables::AccountsHistory), reth_hybrid_api::EngineKind::RocksDb);
+    assert_eq!(
+        layout.engine_of(Tables::CanonicalHeaders),
+        reth_hybrid_api::EngineKind::Mdbx
+    );
+    assert_eq!(
+        layout.engine_of(Tables::AccountsHistory),
+        reth_hybrid_api::EngineKind::RocksDb
+    );
 
     // snapshots[i] = the content after commit i; published before commit i is made.
     let snapshots: Arc<Mutex<Vec<Model>>> = Arc::new(Mutex::new(vec![Model::new()]));
@@ -154,8 +192,12 @@ fn readers_see_one_commit_in_both_engines_across_many_commits() {
 
     let mut handles = Vec::new();
     for r in 0..readers {
-        let (db, snapshots, acked, done) =
-            (db.clone(), snapshots.clone(), acked.clone(), readers_done.clone());
+        let (db, snapshots, acked, done) = (
+            db.clone(),
+            snapshots.clone(),
+            acked.clone(),
+            readers_done.clone(),
+        );
         handles.push(std::thread::spawn(move || {
             while acked.load(Ordering::Acquire) < r * stagger {
                 std::thread::sleep(Duration::from_millis(1));
@@ -164,7 +206,10 @@ fn readers_see_one_commit_in_both_engines_across_many_commits() {
             let tx = db.begin_ro().expect("read tx");
             let (first, mdbx, rocks) = read_all(&tx);
             let start = mdbx.unwrap_or(0);
-            assert_eq!(mdbx, rocks, "reader {r}: MDBX and RocksDB show different commits");
+            assert_eq!(
+                mdbx, rocks,
+                "reader {r}: MDBX and RocksDB show different commits"
+            );
             assert!(
                 start >= acked_before,
                 "reader {r} sees commit {start}, older than the acknowledged {acked_before}"
@@ -181,7 +226,11 @@ fn readers_see_one_commit_in_both_engines_across_many_commits() {
                     (marker, marker),
                     "reader {r}: its snapshot moved while commit {now} was made"
                 );
-                assert_rows_match(&rows, &expected, &format!("reader {r} (commit {start}) after commit {now}"));
+                assert_rows_match(
+                    &rows,
+                    &expected,
+                    &format!("reader {r} (commit {start}) after commit {now}"),
+                );
                 checks += 1;
                 if now >= start + span {
                     break;
@@ -199,7 +248,10 @@ fn readers_see_one_commit_in_both_engines_across_many_commits() {
     let mut i = 0;
     while readers_done.load(Ordering::Acquire) < readers {
         i += 1;
-        assert!(i <= max_commits, "readers did not finish after {max_commits} commits");
+        assert!(
+            i <= max_commits,
+            "readers did not finish after {max_commits} commits"
+        );
         let tx = db.begin_rw().expect("rw");
         commit_writes(&tx, &mut model, i);
         snapshots.lock().expect("lock").push(model.clone());
@@ -207,7 +259,9 @@ fn readers_see_one_commit_in_both_engines_across_many_commits() {
         acked.store(i, Ordering::Release);
     }
     for (r, handle) in handles.into_iter().enumerate() {
-        let (start, checks) = handle.join().unwrap_or_else(|_| panic!("reader {r} failed"));
+        let (start, checks) = handle
+            .join()
+            .unwrap_or_else(|_| panic!("reader {r} failed"));
         println!("reader {r}: held commit {start} across {span}+ commits, {checks} full reads");
     }
     // And the writer's own final state is what a new reader sees.

@@ -474,7 +474,10 @@ fn tiny_disk_refuses_or_fails_cleanly_and_resumes_identical() {
         let lck_bytes = {
             use std::os::unix::fs::MetadataExt;
             let _open = MdbxEngine::open_read_only(&d).expect("mdbx");
-            std::fs::metadata(d.join("db/mdbx.lck")).expect("lck").blocks() * 512
+            std::fs::metadata(d.join("db/mdbx.lck"))
+                .expect("lck")
+                .blocks()
+                * 512
         };
         let size = used_bytes(fs.path()) + lck_bytes + extra_bytes;
         fs.resize(size);

@@ -14,7 +14,11 @@ use reth_node_ethereum::EthereumNode;
 
 /// Which storage this build runs; `--version` and the startup log name it, and
 /// `make integration` checks each binary against the name it is copied to.
-const STORAGE_VARIANT: &str = if cfg!(feature = "hybrid") { "hybrid" } else { "mdbx" };
+const STORAGE_VARIANT: &str = if cfg!(feature = "hybrid") {
+    "hybrid"
+} else {
+    "mdbx"
+};
 
 fn main() {
     reth_cli_util::sigsegv_handler::install();
