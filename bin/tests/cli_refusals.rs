@@ -267,7 +267,7 @@ fn cases() -> Vec<Case> {
                 });
                 Some(Held::Nothing)
             },
-            verify: Exit(1, "MDBX recorded 2"),
+            verify: Exit(1, "MDBX recorded commit 2"),
             stats: Exit(0, ""),
             migrate: Refuse("RocksDB is behind MDBX"),
             layout_set: Refuse("RocksDB is behind MDBX"),
