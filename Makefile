@@ -23,7 +23,7 @@ demo: deps
 export RETH_HYBRID_SKIP_LOG ?= $(CARGO_TARGET_DIR)/skipped-tests.txt
 test: deps check-api-deps
 	@mkdir -p $(dir $(RETH_HYBRID_SKIP_LOG)) && rm -f $(RETH_HYBRID_SKIP_LOG)
-	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --all-targets --no-fail-fast
 	scripts/test-scripts
 	@if [ -s $(RETH_HYBRID_SKIP_LOG) ]; then \
 		echo "== skipped tests ($$(wc -l < $(RETH_HYBRID_SKIP_LOG))):"; sort $(RETH_HYBRID_SKIP_LOG); \
