@@ -91,7 +91,7 @@ fn commit_writes<X: RawTxMut>(tx: &X, model: &mut Model, i: u64) {
         history_key(i % 5, i),
         vec![i as u8; 12],
     );
-    if i % 3 == 0 && i >= 3 {
+    if i.is_multiple_of(3) && i >= 3 {
         for (table, key) in [
             (Tables::CanonicalHeaders, (i - 2).to_be_bytes().to_vec()),
             (Tables::TransactionHashNumbers, tx_hash(i - 1)),
