@@ -16,6 +16,7 @@ use std::{
         unix::fs::{FileExt, MetadataExt, OpenOptionsExt},
     },
     path::{Path, PathBuf},
+    time::{Duration, Instant},
 };
 
 const LOCKFILE_NAME: &str = "lock";
@@ -23,6 +24,13 @@ const LOCKFILE_NAME: &str = "lock";
 /// How often `acquire` reopens the file after finding that the inode it locked was removed by the
 /// holder that just released it. Each retry means another process released the lock meanwhile.
 const MAX_ATTEMPTS: usize = 64;
+
+/// How long `acquire` keeps trying while the file's `flock` is held by an open file that names
+/// no live process. That is a racer between its `flock` and its pid write, or, in a process
+/// that spawns children, a child between `fork` and `exec` that briefly holds a copy of a
+/// descriptor another thread had open (the lock stays until the `exec` closes it).
+const BUSY_PATIENCE: Duration = Duration::from_secs(2);
+const BUSY_RETRY: Duration = Duration::from_millis(10);
 
 /// A held storage lock: the open lock file with our `flock` on it. Removed on drop if it is
 /// still ours.
@@ -161,7 +169,9 @@ impl StorageLock {
             path: path.clone(),
             source,
         };
-        for _ in 0..MAX_ATTEMPTS {
+        let busy_until = Instant::now() + BUSY_PATIENCE;
+        let mut attempts = 0;
+        while attempts < MAX_ATTEMPTS {
             let file = OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -173,7 +183,14 @@ impl StorageLock {
             between_open_and_flock();
             match try_flock(&file).map_err(io_err)? {
                 Flock::Held => {}
-                Flock::Taken => return Err(Self::held_elsewhere(db_dir, &file)),
+                Flock::Taken => match Self::held_elsewhere(db_dir, &file) {
+                    MdbxError::LockBusy { .. } if Instant::now() < busy_until => {
+                        drop(file);
+                        std::thread::sleep(BUSY_RETRY);
+                        continue;
+                    }
+                    held => return Err(held),
+                },
                 Flock::Unsupported(err) => {
                     // Such a filesystem still gets reth's own protection: the pid check below.
                     tracing::warn!(path = %path.display(), %err, "filesystem has no flock; storage lock falls back to the pid check only");
@@ -182,6 +199,7 @@ impl StorageLock {
             // ORDER: the inode check comes after the flock: from here on no reth-hybrid process
             // can remove or replace this inode, so if it is current now it stays current.
             if !is_current(&file, &path).map_err(io_err)? {
+                attempts += 1;
                 continue;
             }
             if let Some(holder) = read_uid(&file)
