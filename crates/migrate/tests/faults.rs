@@ -73,7 +73,11 @@ struct Case {
 }
 
 fn case(seed: u64) -> Case {
-    let template = generated(2, seed);
+    case_at_scale(2, seed)
+}
+
+fn case_at_scale(scale: u64, seed: u64) -> Case {
+    let template = generated(scale, seed);
     let original = all_rows(template.path());
     let migrated = tempfile::tempdir().expect("tmp");
     copy_tree(template.path(), migrated.path());
@@ -314,7 +318,8 @@ const FSIZE_CHILD_LIMIT: &str = "RETH_HYBRID_FSIZE_CHILD_LIMIT_BYTES";
 /// Exit code of a child whose migration returned an error (a clean failure).
 const CHILD_FAILED_CLEANLY: i32 = 3;
 
-/// One SST file per table, so the first table's file outgrows the limit.
+/// One SST file per table (files of up to 64 MiB), so the transaction-hash table's file
+/// outgrows the limit.
 fn fsize_request() -> MigrateRequest {
     let mut r = request(EngineKind::RocksDb);
     r.sst_file_bytes = 64 << 20;
@@ -348,22 +353,38 @@ fn fsize_child() {
     }
 }
 
+/// Bytes of the table's rows (keys and values), a lower bound of its SST file's size: the
+/// transaction hashes are random, so the file's blocks do not compress.
+fn row_bytes(rows: &Rows, table: Tables) -> u64 {
+    rows.get(&table)
+        .map(|r| r.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum())
+        .unwrap_or(0)
+}
+
 #[test]
-#[ignore = "unfinished: under RLIMIT_FSIZE the child migration exited 0 instead of failing with EFBIG (seen in make test on 2026-11-30); the limit or the child entry point needs fixing before this counts"]
 fn file_size_limit_fails_cleanly_and_resumes_identical() {
-    let c = case(41);
+    // Scale 64: 51,200 transaction hashes, ~1.8 MB of rows in one SST file (libmdbx's lock
+    // file, below which the limit cannot go, is ~1 MB: reth's 32,000 reader slots).
+    let c = case_at_scale(64, 41);
     let work = tempfile::tempdir().expect("tmp");
     let d = work.path();
     copy_tree(c.template.path(), d);
-    // The limit leaves room for libmdbx's lock file (extended with ftruncate on every open; an
-    // MDBX open under a smaller limit fails with EFBIG before anything changes), and is far
-    // below an SST file of the transaction-hash table (one file of up to 64 MiB).
+    // The limit leaves room for the files a migration extends before it writes SST files
+    // (libmdbx's lock file, which every open extends with ftruncate: under a smaller limit the
+    // first open fails with EFBIG before anything changes, which would not test the copy;
+    // RocksDB's MANIFEST, OPTIONS and LOG files), and is far below the transaction-hash
+    // table's SST file, so the failing write is an SST write in the middle of the copy.
     let lck_bytes = {
         let _open = MdbxEngine::open_read_only(d).expect("mdbx");
         std::fs::metadata(d.join("db/mdbx.lck")).expect("lck").len()
     };
     let limit_bytes = lck_bytes + (64 << 10);
-    eprintln!("lck {lck_bytes} limit {limit_bytes}");
+    let sst_lower_bound = row_bytes(&c.original, Tables::TransactionHashNumbers);
+    assert!(
+        sst_lower_bound > limit_bytes + (256 << 10),
+        "the generated table ({sst_lower_bound} bytes) must be well above the limit \
+         ({limit_bytes} bytes) for the SST write to hit it; raise the scale"
+    );
     let out = Command::new(std::env::current_exe().expect("test binary"))
         .args(["--ignored", "--exact", "fsize_child", "--nocapture"])
         .env(FSIZE_CHILD_DIR, d)
@@ -376,11 +397,16 @@ fn file_size_limit_fails_cleanly_and_resumes_identical() {
     assert_eq!(
         (out.status.code(), out.status.signal()),
         (Some(CHILD_FAILED_CLEANLY), None),
-        "the migration under RLIMIT_FSIZE must return an error, not finish or die: {stderr}"
+        "the migration under RLIMIT_FSIZE (limit {limit_bytes} bytes) must return an error, \
+         not finish or die: {stderr}"
     );
     assert!(
         stderr.contains("file too large") && stderr.contains("ulimit -f"),
         "the error must name the file-size limit and the fix: {stderr}"
+    );
+    assert!(
+        stderr.contains("writing SST file"),
+        "the failing write must be the SST copy, not an earlier file: {stderr}"
     );
     assert_consistent(d, &c.original, "RLIMIT_FSIZE");
     migrate(d, &fsize_request(), &NoProgress).expect("resume without the limit");
