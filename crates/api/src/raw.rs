@@ -47,6 +47,18 @@ pub trait RawEngine: Send + Sync + Debug + 'static {
     fn gauges(&self) -> Vec<EngineGauge> {
         Vec::new()
     }
+
+    /// The id of the oldest transaction a live reader still sees (MDBX's reader table; with no
+    /// reader, MDBX reports the last committed one), for reth's wait for readers older than an
+    /// unwind's commit. `None`: the engine has no such number.
+    fn oldest_reader_txnid(&self) -> Option<u64> {
+        None
+    }
+
+    /// The id of the last committed transaction, comparable with `oldest_reader_txnid`.
+    fn last_txnid(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// One engine-internal number, optionally per table.
@@ -76,6 +88,19 @@ pub trait RawTx: Send + Sync + Debug + 'static {
 
     /// Ends the transaction, dropping its writes.
     fn abort(self);
+
+    /// Exempts this transaction from the engine's limit on long read transactions (reth's MDBX
+    /// aborts readers open longer than 5 minutes; reth lifts it for its long scans: the startup
+    /// consistency check, the static-file producer, unwinds). Engines without a limit ignore it.
+    fn disable_long_read_safety(&mut self) {}
+
+    /// Fails once the engine has ended this transaction on its own (reth's MDBX aborts a read
+    /// transaction that outlived its limit). The hybrid asks the primary before every read it
+    /// routes to the follower, so a timed-out reader fails whole, as on reth's MDBX, instead of
+    /// reading on in RocksDB while reth no longer counts it as a reader.
+    fn check_alive(&self) -> RawResult<()> {
+        Ok(())
+    }
 }
 
 /// Writes. All take `&self` (as reth's `DbTxMut`): engines serialize them internally.
@@ -155,14 +180,27 @@ pub trait RawCursorMut: RawCursor {
 /// An engine whose write transactions can be exported as bytes and re-applied later, atomically
 /// and durably. The hybrid commit protocol writes these bytes to its intent log before the
 /// decision commit, so a crash between the two engines' commits can be finished by replay.
-pub trait RawReplay: RawEngine {
+///
+/// Read transactions are `Clone` so that one snapshot can be shared by many readers: the hybrid
+/// hands every reader of one commit the same follower view instead of opening a snapshot under a
+/// lock that the commit holds.
+pub trait RawReplay: RawEngine<Tx: Clone> {
     /// Whether `tx` has written anything (a clean follower needs no intent and no fsync).
     fn is_dirty(tx: &Self::TxMut) -> bool;
 
-    /// The effects of `tx` as opaque bytes (the engine's own batch format).
-    fn export_writes(tx: &Self::TxMut) -> RawResult<Vec<u8>>;
+    /// The writes a frozen transaction ([`RawReplay::freeze`]) holds, as opaque bytes (the
+    /// engine's own batch format): exactly what readers of the frozen view see on top of its
+    /// snapshot. Empty for a transaction that wrote nothing.
+    fn export_writes(frozen: &Self::Tx) -> RawResult<Vec<u8>>;
 
     /// Applies exported writes as one atomic, durable step. Applying the same bytes twice gives
     /// the same state (they are absolute puts and deletes).
     fn apply_exported(&self, writes: &[u8]) -> RawResult<()>;
+
+    /// Ends `tx` without committing it and returns a read transaction that sees exactly what
+    /// committing it would leave: its snapshot with its writes on top. It no longer holds the
+    /// engine's writer lock, and every later write through `tx`'s cursors is refused (a write
+    /// racing the freeze lands before it, or fails). Readers use it while those writes are
+    /// made durable, so they never wait for the follower's fsync.
+    fn freeze(tx: Self::TxMut) -> Self::Tx;
 }

@@ -8,20 +8,42 @@
 //! 5. Clear the intent.
 //!
 //! Recovery (`recovery.rs`) finishes step 4 from the intent when MDBX has decided and RocksDB has
-//! not, and discards an intent MDBX never decided. Readers cannot observe the gap between 3 and
-//! 4: both happen under the visibility lock that snapshot creation takes shared.
+//! not, and discards an intent MDBX never decided.
+//!
+//! Readers never wait for steps 2-5 and never see the gap between 3 and 4: before step 3 the
+//! commit publishes its follower writes frozen (the follower snapshot with the writes on top)
+//! as the pending view, and a reader whose MDBX snapshot shows this commit gets that view; after
+//! step 4 a fresh follower snapshot replaces it. Only those two publications take the views'
+//! write lock, and neither does I/O (`router::FollowerViews`).
 
 use crate::{
     control::{FOLLOWER_SEQ_KEY, SEQ_KEY, put_u64},
     crash::crash_point,
     error::{HybridError, injected},
-    fault::fault_point,
+    fault::{fault_point, stall_point},
     intent_log::Intent,
     metrics::{self, Phase},
-    router::HybridTxMut,
+    router::{FollowerViews, HybridTxMut},
 };
+use parking_lot::RwLock;
 use reth_hybrid_api::raw::{RawEngine, RawReplay, RawTx};
 use std::{sync::atomic::Ordering, time::Instant};
+
+/// Poisons the handle if the commit unwinds (a panic) between publishing its pending view and
+/// retiring it: the views and the commit state would no longer agree, so no reader or writer may
+/// go on without recovery.
+struct PoisonOnUnwind<'a> {
+    poisoned: &'a std::sync::atomic::AtomicU64,
+    seq: u64,
+}
+
+impl Drop for PoisonOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.poisoned.store(self.seq, Ordering::Release);
+        }
+    }
+}
 
 pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Result<(), HybridError> {
     let HybridTxMut {
@@ -37,14 +59,23 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         seq => return Err(HybridError::Poisoned { seq }),
     }
     let seq = state.seq + 1;
+    let _unwind = PoisonOnUnwind {
+        poisoned: &db.poisoned,
+        seq,
+    };
     put_u64(&primary, SEQ_KEY, seq)?;
-    let intent = if F::is_dirty(&follower) {
+    // Once dirty, a transaction stays dirty; a write racing the commit from another thread's
+    // cursor after this check is either in the frozen view (and so in the payload) or refused.
+    let (intent, frozen) = if F::is_dirty(&follower) {
         put_u64(&follower, SEQ_KEY, seq)?;
         put_u64(&primary, FOLLOWER_SEQ_KEY, seq)?;
+        // ORDER: frozen before the export, so the view readers get and the payload RocksDB
+        // applies are the same writes.
+        let frozen = F::freeze(follower);
         let intent = Intent {
             seq,
             prev_follower_seq: state.follower_seq,
-            payload: F::export_writes(&follower)?,
+            payload: F::export_writes(&frozen)?,
         };
         // ORDER: the intent is durable before the decision. A crash here leaves an intent whose
         // sequence MDBX never recorded; recovery discards it.
@@ -52,13 +83,18 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         db.intent.write(&intent)?;
         metrics::phase(Phase::Intent, started.elapsed());
         crash_point!(AfterIntentWrite);
-        Some(intent)
+        (Some(intent), Some(frozen))
     } else {
-        None
+        follower.abort();
+        (None, None)
     };
-    follower.abort();
+    if let Some(frozen) = frozen {
+        // ORDER: published before the decision, so a reader whose MDBX snapshot shows this
+        // commit always finds its follower half; until then readers are given `current`.
+        db.views.write().pending = Some((seq, frozen));
+    }
+    stall_point!(BeforeDecision, &db.datadir);
     {
-        let _exclusive = db.visibility.write();
         // ORDER: MDBX's commit is the decision. A crash right after it leaves RocksDB behind by
         // exactly this intent; recovery replays it.
         let started = Instant::now();
@@ -71,7 +107,7 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
             // sync can fail after the data reached the disk). The intent is kept and this handle
             // refuses further use; recovery on reopen replays the commit if MDBX holds it and
             // discards it if not. Clearing the intent here could lose a decided commit.
-            db.poisoned.store(seq, Ordering::Release);
+            poison(&db.poisoned, &db.views, seq);
             return Err(HybridError::PrimaryCommit { seq, source });
         }
         crash_point!(AfterPrimaryCommit);
@@ -82,13 +118,30 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
                 .and_then(|()| db.follower.apply_exported(&intent.payload));
             metrics::phase(Phase::Follower, started.elapsed());
             if let Err(source) = applied {
-                // ORDER: poisoned before the visibility lock is released, so no reader opens a
-                // snapshot with MDBX's half of this commit and not RocksDB's. Only recovery (on
-                // reopen) may finish it, from the intent, which stays in place.
-                db.poisoned.store(seq, Ordering::Release);
+                // Readers already open keep their consistent views (the pending one included);
+                // new ones are refused. Only recovery (on reopen) may finish the commit, from
+                // the intent, which stays in place.
+                poison(&db.poisoned, &db.views, seq);
                 return Err(HybridError::FollowerApply { seq, source });
             }
             crash_point!(AfterFollowerApply);
+            // The follower now holds the commit: a fresh snapshot replaces the frozen writes
+            // (readers holding those keep them until they end). Should no snapshot open, the
+            // frozen view (exactly the committed state) stays the current one.
+            let fresh = db.follower.begin_ro().ok();
+            let retired = {
+                let mut views = db.views.write();
+                let pending = views.pending.take();
+                let (view, leftover) = match fresh {
+                    Some(fresh) => (Some(fresh), pending),
+                    None => (pending.map(|(_, frozen)| frozen), None),
+                };
+                let old = view.map(|view| std::mem::replace(&mut views.current, (seq, view)));
+                (old, leftover)
+            };
+            // ORDER: dropped after the lock is released: freeing a large overlay and releasing
+            // a RocksDB snapshot take time no reader should wait for.
+            drop(retired);
         }
     }
     state.seq = seq;
@@ -107,4 +160,12 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         crash_point!(AfterIntentClear);
     }
     Ok(())
+}
+
+/// Marks the handle unusable after a commit failed once MDBX may have decided it, and drops the
+/// pending view (no reader can open after this; readers holding it keep their copy).
+fn poison<T>(poisoned: &std::sync::atomic::AtomicU64, views: &RwLock<FollowerViews<T>>, seq: u64) {
+    poisoned.store(seq, Ordering::Release);
+    let retired = views.write().pending.take();
+    drop(retired);
 }

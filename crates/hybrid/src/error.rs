@@ -125,6 +125,12 @@ pub enum HybridError {
     )]
     Poisoned { seq: u64 },
     #[error(
+        "a read transaction found MDBX at follower commit {seen} but this handle's RocksDB view \
+         is at commit {current}: a commit bypassed this handle (a second HybridDb, or a direct \
+         write, on the same engines); use one HybridDb per datadir and reopen the database"
+    )]
+    NoFollowerView { seen: u64, current: u64 },
+    #[error(
         "a table migration is in progress in this datadir ({path} exists): its tables have rows \
          in both engines. Finish it by running the same `reth-hybrid migrate` command again \
          (it resumes), then open the datadir"

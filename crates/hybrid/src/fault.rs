@@ -19,6 +19,9 @@ pub enum FaultPoint {
     PrimaryCommit,
     /// Applying the intent to RocksDB (in a commit after MDBX decided, or in recovery's replay).
     FollowerApply,
+    /// Right before MDBX's decision commit, after the commit published its pending view. A stall
+    /// point only ([`arm_stall`]): no fault fires here, so it is not in [`FaultPoint::ALL`].
+    BeforeDecision,
 }
 
 impl FaultPoint {
@@ -35,6 +38,7 @@ impl FaultPoint {
             FaultPoint::IntentFsync => "IntentFsync",
             FaultPoint::PrimaryCommit => "PrimaryCommit",
             FaultPoint::FollowerApply => "FollowerApply",
+            FaultPoint::BeforeDecision => "BeforeDecision",
         }
     }
 }
@@ -71,9 +75,58 @@ mod armed {
     use std::{
         io,
         path::{Path, PathBuf},
+        sync::{Arc, mpsc},
+        time::Duration,
     };
 
     static ARMED: Mutex<Vec<(PathBuf, FaultPoint, Fault)>> = Mutex::new(Vec::new());
+    static STALLS: Mutex<Vec<(PathBuf, FaultPoint, Arc<Stall>)>> = Mutex::new(Vec::new());
+
+    /// A commit held at a point: the committing thread reports its arrival and waits there
+    /// until the test releases it (to show what others see meanwhile, and that they do not
+    /// wait). Every wait of the test has a deadline, so a regression fails instead of hanging.
+    #[derive(Debug)]
+    pub struct Stall {
+        arrived: (Mutex<mpsc::Sender<()>>, Mutex<mpsc::Receiver<()>>),
+        released: (Mutex<mpsc::Sender<()>>, Mutex<mpsc::Receiver<()>>),
+    }
+
+    impl Stall {
+        /// Waits up to `deadline` for the committing thread to be held at the point; false if
+        /// it never got there.
+        pub fn wait_until_held(&self, deadline: Duration) -> bool {
+            self.arrived.1.lock().recv_timeout(deadline).is_ok()
+        }
+
+        /// Lets the held thread go on (or, if it has not arrived yet, lets it pass).
+        pub fn release(&self) {
+            let _ = self.released.0.lock().send(());
+        }
+
+        /// Called by the committing thread at the point.
+        fn hold(&self) {
+            let _ = self.arrived.0.lock().send(());
+            let _ = self.released.1.lock().recv();
+        }
+    }
+
+    fn channel() -> (Mutex<mpsc::Sender<()>>, Mutex<mpsc::Receiver<()>>) {
+        let (tx, rx) = mpsc::channel();
+        (Mutex::new(tx), Mutex::new(rx))
+    }
+
+    /// Arms a stall at `point` for datadir `dir`: the next operation of that datadir reaching the
+    /// point waits there (see [`Stall`]), then goes on without a fault.
+    pub fn arm_stall(dir: &Path, point: FaultPoint) -> Arc<Stall> {
+        let stall = Arc::new(Stall {
+            arrived: channel(),
+            released: channel(),
+        });
+        STALLS
+            .lock()
+            .push((dir.to_path_buf(), point, Arc::clone(&stall)));
+        stall
+    }
 
     /// Arms `fault` at `point` for the datadir `dir`: it fires once, the next time an operation
     /// of that datadir reaches the point.
@@ -81,12 +134,28 @@ mod armed {
         ARMED.lock().push((dir.to_path_buf(), point, fault));
     }
 
-    /// Removes every fault armed for `dir` that has not fired.
+    /// Removes every fault and stall armed for `dir` that has not fired.
     pub fn disarm(dir: &Path) {
         ARMED.lock().retain(|(d, _, _)| d != dir);
+        STALLS.lock().retain(|(d, _, _)| d != dir);
+    }
+
+    /// Holds the caller if a stall is armed at `point` for `dir`.
+    pub fn stall(dir: &Path, point: FaultPoint) {
+        let stall = {
+            let mut stalls = STALLS.lock();
+            stalls
+                .iter()
+                .position(|(d, p, _)| d == dir && *p == point)
+                .map(|i| stalls.remove(i).2)
+        };
+        if let Some(stall) = stall {
+            stall.hold();
+        }
     }
 
     pub fn hit(dir: &Path, point: FaultPoint) -> io::Result<()> {
+        stall(dir, point);
         let mut armed = ARMED.lock();
         match armed.iter().position(|(d, p, _)| d == dir && *p == point) {
             Some(i) => {
@@ -100,7 +169,7 @@ mod armed {
 }
 
 #[cfg(feature = "fault-injection")]
-pub use armed::{arm, disarm, hit};
+pub use armed::{Stall, arm, arm_stall, disarm, hit, stall};
 
 /// `fault_point!(Point, dir)` is an `io::Result<()>`: the armed fault for datadir `dir` at
 /// `FaultPoint::Point`, or `Ok(())` (always, without feature `fault-injection`).
@@ -118,3 +187,17 @@ macro_rules! fault_point {
     }};
 }
 pub(crate) use fault_point;
+
+/// `stall_point!(Point, dir)`: holds the caller while a test's stall is armed there (feature
+/// `fault-injection`); nothing otherwise.
+macro_rules! stall_point {
+    ($point:ident, $dir:expr) => {{
+        #[cfg(feature = "fault-injection")]
+        $crate::fault::stall($dir, $crate::fault::FaultPoint::$point);
+        #[cfg(not(feature = "fault-injection"))]
+        {
+            let _dir: &::std::path::Path = $dir;
+        }
+    }};
+}
+pub(crate) use stall_point;

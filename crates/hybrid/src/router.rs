@@ -3,7 +3,7 @@
 //! layout's "rocksdb") is brought along through the intent log (see `commit.rs`).
 
 use crate::{
-    control::{has_user_rows, put_bytes},
+    control::{FOLLOWER_SEQ_KEY, get_u64, has_user_rows, put_bytes},
     error::HybridError,
     intent_log::IntentLog,
     layout::{LAYOUT_KEY, Layout},
@@ -39,7 +39,30 @@ pub(crate) struct CommitState {
     pub(crate) follower_seq: u64,
 }
 
-pub(crate) struct HybridInner<P, F> {
+/// The follower snapshots a new reader can be given, one per follower commit MDBX may show it.
+/// A commit publishes its frozen writes as `pending` before MDBX's decision and replaces
+/// `current` once RocksDB applied them, each under the write lock for a few instructions: no
+/// fsync ever happens under it, so opening a reader never waits for a commit's I/O.
+pub(crate) struct FollowerViews<T> {
+    /// The follower with every decided commit applied, and MDBX's `follower_seq` it matches.
+    pub(crate) current: (u64, T),
+    /// The commit in progress (its `follower_seq` and its frozen writes): MDBX shows it to a
+    /// reader once its decision commit is durable, and RocksDB holds it once applied.
+    pub(crate) pending: Option<(u64, T)>,
+}
+
+impl<T: Clone> FollowerViews<T> {
+    /// The follower view matching a primary snapshot whose `follower_seq` is `seen`.
+    fn matching(&self, seen: u64) -> Option<T> {
+        match &self.pending {
+            Some((seq, view)) if *seq == seen => Some(view.clone()),
+            _ if self.current.0 == seen => Some(self.current.1.clone()),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) struct HybridInner<P, F: RawEngine> {
     pub(crate) primary: P,
     pub(crate) follower: F,
     pub(crate) layout: Layout,
@@ -49,20 +72,20 @@ pub(crate) struct HybridInner<P, F> {
     /// Sequence of a commit MDBX decided but RocksDB refused (0: none). Atomic so readers can
     /// check it without waiting for a commit in progress.
     pub(crate) poisoned: AtomicU64,
-    /// Readers take it shared while opening both snapshots; a commit takes it exclusively from
-    /// the decision commit until the follower has applied, so no reader sees one without the other.
-    pub(crate) visibility: RwLock<()>,
+    /// Readers take it shared while opening their primary snapshot and picking the follower
+    /// view that matches it; see [`FollowerViews`].
+    pub(crate) views: RwLock<FollowerViews<F::Tx>>,
     pub(crate) writer: Arc<Mutex<()>>,
     pub(crate) datadir: PathBuf,
     pub(crate) recovered: Recovered,
 }
 
 /// The hybrid database.
-pub struct HybridDb<P, F> {
+pub struct HybridDb<P, F: RawEngine> {
     pub(crate) inner: Arc<HybridInner<P, F>>,
 }
 
-impl<P, F> Clone for HybridDb<P, F> {
+impl<P, F: RawEngine> Clone for HybridDb<P, F> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
@@ -144,6 +167,12 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
         let recovered = recover(&primary, &follower, &intent)?;
         intent.ensure_durable_file()?;
         let layout = settle_layout(&primary, &follower, options.layout)?;
+        // After recovery the follower holds every decided commit: its snapshot is the view of
+        // MDBX's current `follower_seq`.
+        let views = FollowerViews {
+            current: (recovered.follower_seq, follower.begin_ro()?),
+            pending: None,
+        };
         Ok(Self {
             inner: Arc::new(HybridInner {
                 poisoned: AtomicU64::new(0),
@@ -155,7 +184,7 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
                 follower,
                 layout,
                 intent,
-                visibility: RwLock::new(()),
+                views: RwLock::new(views),
                 writer: Arc::new(Mutex::new(())),
                 datadir: datadir.to_path_buf(),
                 recovered,
@@ -439,10 +468,11 @@ macro_rules! by_table {
                 let $tx = &$self.primary;
                 $e
             }
-            EngineKind::RocksDb => {
+            // A primary the engine ended (reth's read timeout) ends the follower's half too.
+            EngineKind::RocksDb => $self.primary.check_alive().and_then(|()| {
                 let $tx = &$self.follower;
                 $e
-            }
+            }),
         };
         metrics::timed($table, engine, $op, started);
         result
@@ -461,7 +491,10 @@ macro_rules! routed_reads {
             let engine = self.layout.engine_of(table);
             let routed = match engine {
                 EngineKind::Mdbx => Routed::Primary(self.primary.cursor(table)?),
-                EngineKind::RocksDb => Routed::Follower(self.follower.cursor(table)?),
+                EngineKind::RocksDb => {
+                    self.primary.check_alive()?;
+                    Routed::Follower(self.follower.cursor(table)?)
+                }
             };
             Ok(Metered::new(routed, table, engine))
         }
@@ -486,6 +519,11 @@ impl<A: RawTx, B: RawTx> RawTx for HybridTx<A, B> {
     fn abort(self) {
         self.primary.abort();
         self.follower.abort();
+    }
+
+    fn disable_long_read_safety(&mut self) {
+        self.primary.disable_long_read_safety();
+        self.follower.disable_long_read_safety();
     }
 }
 
@@ -562,14 +600,47 @@ impl<P: RawEngine, F: RawReplay> RawEngine for HybridDb<P, F> {
     }
 
     fn begin_ro(&self) -> RawResult<Self::Tx> {
-        let _visible = self.inner.visibility.read();
-        // After the lock: a commit that fails after MDBX's decision poisons before releasing it.
+        // ORDER: the primary snapshot is opened under the views' read lock, so the commit that
+        // MDBX shows it is `current` or `pending` (a commit publishes `pending` before its
+        // decision and retires it only after the follower applied it, both under the write lock).
+        let views = self.inner.views.read();
         self.check_poisoned()?;
+        let primary = self.inner.primary.begin_ro()?;
+        // Read even with nothing pending (one lookup, about a microsecond): a commit that did
+        // not go through this handle (another hybrid on the same engines) is refused, never
+        // paired with a stale follower view.
+        let seen = get_u64(&primary, FOLLOWER_SEQ_KEY)?;
+        let follower = views.matching(seen).ok_or_else(|| {
+            HybridError::NoFollowerView {
+                seen,
+                current: views.current.0,
+            }
+            .into_database_error(DatabaseError::InitTx)
+        })?;
+        drop(views);
         Ok(HybridTx {
-            primary: self.inner.primary.begin_ro()?,
-            follower: self.inner.follower.begin_ro()?,
+            primary,
+            follower,
             layout: self.inner.layout.clone(),
         })
+    }
+
+    /// Both engines' gauges (the follower's are named `rocksdb_*`).
+    fn gauges(&self) -> Vec<reth_hybrid_api::raw::EngineGauge> {
+        let mut out = self.inner.primary.gauges();
+        out.extend(self.inner.follower.gauges());
+        out
+    }
+
+    /// MDBX's: every hybrid reader holds an MDBX read transaction for its whole life (and fails
+    /// whole once reth's timeout ends it), so MDBX's reader table covers the hybrid's readers
+    /// (reth waits on it before unwinding static files).
+    fn oldest_reader_txnid(&self) -> Option<u64> {
+        self.inner.primary.oldest_reader_txnid()
+    }
+
+    fn last_txnid(&self) -> Option<u64> {
+        self.inner.primary.last_txnid()
     }
 
     fn begin_rw(&self) -> RawResult<Self::TxMut> {

@@ -40,8 +40,9 @@ fn half_commit(dir: &Path, seq: u64, decide: bool, apply: bool) {
     put_u64(&ptx, SEQ_KEY, seq).expect("seq");
     put_u64(&ptx, FOLLOWER_SEQ_KEY, seq).expect("seq");
     put_u64(&ftx, SEQ_KEY, seq).expect("seq");
-    let payload = RocksEngine::export_writes(&ftx).expect("export");
-    ftx.abort();
+    let frozen = RocksEngine::freeze(ftx);
+    let payload = RocksEngine::export_writes(&frozen).expect("export");
+    drop(frozen);
     IntentLog::new(dir.join(INTENT_LOG_FILE))
         .write(&Intent {
             seq,

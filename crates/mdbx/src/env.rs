@@ -409,4 +409,15 @@ impl RawEngine for MdbxEngine {
         }
         MdbxTx::begin(Arc::clone(&self.inner), false).map(MdbxTxMut)
     }
+
+    /// MDBX's reader table, as reth's `DatabaseEnv` reports it (0 means none).
+    fn oldest_reader_txnid(&self) -> Option<u64> {
+        let txnid = self.env_info().ok()?.mi_latter_reader_txnid;
+        (txnid != 0).then_some(txnid)
+    }
+
+    fn last_txnid(&self) -> Option<u64> {
+        let txnid = self.env_info().ok()?.mi_recent_txnid;
+        (txnid != 0).then_some(txnid)
+    }
 }

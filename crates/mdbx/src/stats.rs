@@ -63,6 +63,16 @@ impl MdbxTx {
 
 impl MdbxEngine {
     pub fn env_stat(&self) -> RawResult<EnvStat> {
+        let env_info = self.env_info()?;
+        let page_size = env_info.mi_dxb_pagesize;
+        Ok(EnvStat {
+            file_bytes: env_info.mi_geo.current,
+            used_bytes: (env_info.mi_last_pgno + 1) * u64::from(page_size),
+            page_size,
+        })
+    }
+
+    pub(crate) fn env_info(&self) -> RawResult<ffi::MDBX_envinfo> {
         // SAFETY: MDBX_envinfo is plain data; the env is open for the lifetime of self.
         let mut env_info: ffi::MDBX_envinfo = unsafe { std::mem::zeroed() };
         let rc = unsafe {
@@ -76,12 +86,7 @@ impl MdbxEngine {
         if rc != ffi::MDBX_SUCCESS {
             return Err(DatabaseError::Stats(info(rc, None)));
         }
-        let page_size = env_info.mi_dxb_pagesize;
-        Ok(EnvStat {
-            file_bytes: env_info.mi_geo.current,
-            used_bytes: (env_info.mi_last_pgno + 1) * u64::from(page_size),
-            page_size,
-        })
+        Ok(env_info)
     }
 
     /// Writes a compacted copy of the environment (free pages omitted, pages renumbered) to the

@@ -234,3 +234,38 @@ fn transactions_and_cursors_are_send_sync_static() {
         .expect("get");
     assert_eq!(got, Some(B256::repeat_byte(3)));
 }
+
+/// The numbers reth's unwind waits on (`ReaderTxnTracker`): MDBX's reader table, as reth's
+/// `DatabaseEnv` reports it, through the raw engine, the typed database and the hybrid alike.
+#[test]
+fn reader_txnids_are_mdbx_s_reader_table() {
+    use reth_hybrid_api::raw::{RawEngine, RawTx, RawTxMut};
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = create(dir.path());
+    let engine = db.engine();
+    let commit = |i: u8| {
+        let tx = engine.begin_rw().expect("rw");
+        tx.put(reth_hybrid_api::Tables::CanonicalHeaders, &[i; 8], &[i; 32])
+            .expect("put");
+        tx.commit().expect("commit");
+    };
+    commit(1);
+    let reader = engine.begin_ro().expect("ro");
+    commit(2);
+    let last = engine.last_txnid().expect("last committed txnid");
+    let oldest = engine.oldest_reader_txnid().expect("a reader is open");
+    assert!(
+        oldest < last,
+        "the reader predates the last commit ({oldest} vs {last})"
+    );
+    assert_eq!(
+        (db.oldest_reader_txnid(), db.last_txnid()),
+        (Some(oldest), Some(last)),
+        "the typed database reports the engine's numbers"
+    );
+    reader.abort();
+    assert!(
+        engine.oldest_reader_txnid().is_none_or(|o| o >= last),
+        "with no reader left, nothing older than the last commit is reported"
+    );
+}

@@ -152,12 +152,16 @@ impl RawReplay for RocksEngine {
         tx.is_dirty()
     }
 
-    fn export_writes(tx: &RocksTxMut) -> RawResult<Vec<u8>> {
+    fn export_writes(tx: &RocksTx) -> RawResult<Vec<u8>> {
         Ok(tx.to_write_batch()?.data().to_vec())
     }
 
     fn apply_exported(&self, writes: &[u8]) -> RawResult<()> {
         crate::tx::write_batch(&self.inner, rocksdb::WriteBatch::from_data(writes))
+    }
+
+    fn freeze(tx: RocksTxMut) -> RocksTx {
+        tx.freeze()
     }
 }
 

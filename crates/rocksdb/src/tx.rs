@@ -1,29 +1,37 @@
 //! RocksDB transactions. A read transaction is a snapshot. A write transaction reads the
 //! snapshot it began on merged with its own writes (kept in memory, per table), and commits them
-//! as one synced `WriteBatch`. One write transaction at a time (the engine's writer lock).
+//! as one synced `WriteBatch`. One write transaction at a time (the engine's writer lock). A
+//! frozen write transaction ([`RocksTxMut::freeze`]) is a read transaction over the snapshot and
+//! those writes: what the commit will leave, readable before the batch is durable.
 
 use crate::{
     env::EngineInner,
     error::RocksError,
     view::{BaseLast, IterCache, Merged, OwnedSnapshot, RocksRow, TableOverlay, snapshot_keys},
 };
-use parking_lot::{Mutex, RawMutex, lock_api::ArcMutexGuard};
+use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
 use reth_hybrid_api::{
     DatabaseError, Tables,
     raw::{RawPair, RawResult, RawTx, RawTxMut},
     sorted::{EmulatedCursor, PairStore, PairStoreExt, TableWrites},
 };
 use rocksdb::{WriteBatch, WriteOptions};
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
 pub(crate) struct TxInner {
     snap: OwnedSnapshot,
     /// Per table (`Tables as usize`): the snapshot's last row, read at most once.
     base_last: Vec<BaseLast>,
-    /// Uncommitted writes per table (`Tables as usize`); `None` for read-only transactions.
-    overlay: Option<Mutex<Vec<TableOverlay>>>,
-    /// Held for the life of a write transaction.
-    _writer: Option<ArcMutexGuard<RawMutex, ()>>,
+    /// Uncommitted writes per table (`Tables as usize`); `None` for read-only transactions. A
+    /// lock, not a cell, because a frozen transaction is read by many threads at once.
+    overlay: Option<RwLock<Vec<TableOverlay>>>,
+    /// Set once by `freeze`: the overlay is final and every write is refused.
+    frozen: AtomicBool,
+    /// Held for the life of a write transaction; released by `freeze`.
+    writer: Mutex<Option<ArcMutexGuard<RawMutex, ()>>>,
 }
 
 /// A read-only RocksDB transaction (a snapshot).
@@ -56,7 +64,8 @@ impl RocksTx {
                 snap: OwnedSnapshot::new(engine),
                 base_last: (0..Tables::COUNT).map(|_| BaseLast::new()).collect(),
                 overlay: None,
-                _writer: None,
+                frozen: AtomicBool::new(false),
+                writer: Mutex::new(None),
             }),
         }
     }
@@ -69,8 +78,9 @@ impl RocksTxMut {
             inner: Arc::new(TxInner {
                 snap: OwnedSnapshot::new(engine),
                 base_last: (0..Tables::COUNT).map(|_| BaseLast::new()).collect(),
-                overlay: Some(Mutex::new(overlay)),
-                _writer: Some(writer),
+                overlay: Some(RwLock::new(overlay)),
+                frozen: AtomicBool::new(false),
+                writer: Mutex::new(Some(writer)),
             }),
         }
     }
@@ -80,24 +90,48 @@ impl RocksTxMut {
         self.inner
             .overlay
             .as_ref()
-            .is_some_and(|o| o.lock().iter().any(|t| t.cleared || !t.writes.is_empty()))
+            .is_some_and(|o| o.read().iter().any(|t| t.cleared || !t.writes.is_empty()))
     }
 
-    /// The write batch this transaction would commit (used by the hybrid commit protocol too).
+    /// A read transaction over this transaction's snapshot and writes, as they are now (see
+    /// `RawReplay::freeze`). The engine's writer lock is released here.
+    pub fn freeze(self) -> RocksTx {
+        if let Some(overlay) = &self.inner.overlay {
+            // Under the overlay's lock, which every write takes and checks the flag under: a
+            // write from another thread's cursor lands before the freeze or is refused.
+            let _no_writes = overlay.write();
+            self.inner.frozen.store(true, Ordering::Release);
+        }
+        drop(self.inner.writer.lock().take());
+        RocksTx { inner: self.inner }
+    }
+
+    /// The write batch this transaction would commit.
     pub fn to_write_batch(&self) -> RawResult<WriteBatch> {
+        self.inner.to_write_batch()
+    }
+}
+
+impl RocksTx {
+    /// The writes a frozen write transaction holds, as a batch (empty for a snapshot).
+    pub fn to_write_batch(&self) -> RawResult<WriteBatch> {
+        self.inner.to_write_batch()
+    }
+}
+
+impl TxInner {
+    fn to_write_batch(&self) -> RawResult<WriteBatch> {
         let mut batch = WriteBatch::default();
-        let overlay = self
-            .inner
-            .overlay
-            .as_ref()
-            .expect("write transaction")
-            .lock();
-        let engine = self.inner.snap.engine();
+        let Some(overlay) = &self.overlay else {
+            return Ok(batch);
+        };
+        let overlay = overlay.read();
+        let engine = self.snap.engine();
         for table in Tables::ALL {
             let o = &overlay[table as usize];
             let cf = engine.cf(table);
             if o.cleared {
-                snapshot_keys(&self.inner.snap, table, |k| {
+                snapshot_keys(&self.snap, table, |k| {
                     if !o.writes.contains_key(k) {
                         batch.delete_cf(cf, k);
                     }
@@ -187,7 +221,7 @@ impl RocksStore {
                 base_last,
             }),
             Some(o) => {
-                let guard = o.lock();
+                let guard = o.read();
                 f(&Merged {
                     snap: &self.tx.snap,
                     overlay: Some(&guard[self.table as usize]),
@@ -200,12 +234,14 @@ impl RocksStore {
     }
 
     fn write(&self, f: impl FnOnce(&mut TableOverlay)) -> RawResult<()> {
-        match &self.tx.overlay {
-            Some(o) => {
-                f(&mut o.lock()[self.table as usize]);
+        let mut guard = self.tx.overlay.as_ref().map(|o| o.write());
+        match guard.as_deref_mut() {
+            // Checked under the overlay's lock, which `freeze` takes to set the flag.
+            Some(overlay) if !self.tx.frozen.load(Ordering::Acquire) => {
+                f(&mut overlay[self.table as usize]);
                 Ok(())
             }
-            None => Err(DatabaseError::Write(Box::new(
+            _ => Err(DatabaseError::Write(Box::new(
                 reth_hybrid_api::DatabaseWriteError {
                     info: reth_hybrid_api::DatabaseErrorInfo::new(
                         "read-only transaction",

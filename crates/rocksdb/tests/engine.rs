@@ -159,3 +159,75 @@ fn read_transactions_work_from_other_threads() {
     });
     assert_eq!(handle.join().expect("join"), Some(9));
 }
+
+/// A frozen write transaction (what the hybrid hands readers while a commit is made durable)
+/// reads its snapshot with its writes on top, from many threads, refuses writes, and no longer
+/// holds the writer lock; the engine itself is unchanged until the batch is applied.
+#[test]
+fn a_frozen_write_transaction_reads_its_writes_refuses_writes_and_frees_the_writer() {
+    use reth_hybrid_api::raw::{RawCursor, RawCursorMut, RawReplay};
+    let dir = tempfile::tempdir().expect("tmp");
+    let engine = RocksEngine::open_in_datadir(dir.path()).expect("open");
+    let table = Tables::TransactionHashNumbers;
+    let seed = engine.begin_rw().expect("rw");
+    for i in 0u8..4 {
+        seed.put(table, &[i; 32], &[i]).expect("put");
+    }
+    seed.commit().expect("commit");
+
+    let tx = engine.begin_rw().expect("rw");
+    tx.put(table, &[9; 32], &[9]).expect("put");
+    tx.delete(table, &[1; 32], None).expect("delete");
+    let frozen = RocksEngine::freeze(tx);
+    let payload = RocksEngine::export_writes(&frozen).expect("export");
+
+    // The writer lock is free: a new write transaction begins (it would block forever if not).
+    let (sent, received) = std::sync::mpsc::channel();
+    let other = engine.clone();
+    std::thread::spawn(move || {
+        let rw = other.begin_rw().expect("rw");
+        rw.abort();
+        let _ = sent.send(());
+    });
+    received
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a frozen transaction still holds the writer lock");
+
+    fn keys(tx: &reth_hybrid_rocksdb::RocksTx) -> Vec<u8> {
+        let mut c = tx
+            .cursor(Tables::TransactionHashNumbers)
+            .expect("cursor");
+        let mut out = Vec::new();
+        let mut next = c.first().expect("first");
+        while let Some((k, _)) = next {
+            out.push(k[0]);
+            next = c.next().expect("next");
+        }
+        out
+    }
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let view = frozen.clone();
+            std::thread::spawn(move || keys(&view))
+        })
+        .collect();
+    for r in readers {
+        assert_eq!(r.join().expect("reader"), vec![0, 2, 3, 9]);
+    }
+    // Not applied yet: a fresh snapshot still has the old rows.
+    assert_eq!(keys(&engine.begin_ro().expect("ro")), vec![0, 1, 2, 3]);
+
+    let mut c = frozen.cursor(table).expect("cursor");
+    assert!(
+        c.upsert(&[7; 32], &[7]).is_err(),
+        "a frozen transaction must refuse writes"
+    );
+    assert_eq!(
+        keys(&frozen),
+        vec![0, 2, 3, 9],
+        "the refused write left no trace"
+    );
+
+    engine.apply_exported(&payload).expect("apply");
+    assert_eq!(keys(&engine.begin_ro().expect("ro")), vec![0, 2, 3, 9]);
+}

@@ -121,6 +121,14 @@ impl<E: RawEngine> Database for TypedDatabase<E> {
     fn path(&self) -> PathBuf {
         self.engine.path()
     }
+
+    fn oldest_reader_txnid(&self) -> Option<u64> {
+        self.engine.oldest_reader_txnid()
+    }
+
+    fn last_txnid(&self) -> Option<u64> {
+        self.engine.last_txnid()
+    }
 }
 
 /// A typed transaction over a raw one (read-only or read-write, by `X`).
@@ -182,7 +190,9 @@ impl<X: RawTx> DbTx for TypedTx<X> {
         self.raw.entries(table_of::<T>()?)
     }
 
-    fn disable_long_read_transaction_safety(&mut self) {}
+    fn disable_long_read_transaction_safety(&mut self) {
+        self.raw.disable_long_read_safety();
+    }
 }
 
 impl<X: RawTxMut> DbTxMut for TypedTx<X> {

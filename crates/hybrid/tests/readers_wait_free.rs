@@ -1,0 +1,166 @@
+//! Readers never wait for a commit. A commit is held at each I/O step of the protocol (the
+//! intent's write and fsync and right before MDBX's decision, with its RocksDB writes already
+//! published as pending; right after the decision; before RocksDB's apply) while a new read
+//! transaction opens: it must open without waiting, and see one whole
+//! commit in both engines: the previous one before the decision, the held one after it.
+
+mod common;
+
+use common::{Db, open, visible, write_commit};
+use reth_hybrid_api::raw::{RawEngine, RawTx};
+use reth_hybrid_hybrid::fault::{self, FaultPoint};
+use std::{sync::mpsc, thread, time::Duration};
+
+/// Long enough that only a reader waiting for the held commit runs into it.
+const READER_DEADLINE: Duration = Duration::from_secs(20);
+
+fn commit(db: &Db, i: u64) -> Result<(), reth_hybrid_api::DatabaseError> {
+    let tx = db.begin_rw()?;
+    write_commit(&tx, i);
+    tx.commit()
+}
+
+fn reader_during_held_commit(point: FaultPoint, expect_last: u64) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = open(dir.path(), None).expect("open");
+    commit(&db, 1).expect("commit 1");
+    commit(&db, 2).expect("commit 2");
+
+    let stall = fault::arm_stall(dir.path(), point);
+    let writer = {
+        let db = db.clone();
+        thread::spawn(move || commit(&db, 3))
+    };
+    if !stall.wait_until_held(READER_DEADLINE) {
+        stall.release();
+        let result = writer.join();
+        panic!(
+            "{}: the commit never reached the point: {result:?}",
+            point.name()
+        );
+    }
+    let (sent, received) = mpsc::channel();
+    let reader = {
+        let db = db.clone();
+        thread::spawn(move || {
+            let _ = sent.send(visible(&db));
+        })
+    };
+    let seen = received.recv_timeout(READER_DEADLINE);
+    // Released before any assertion, so a failing case ends instead of hanging.
+    stall.release();
+    writer
+        .join()
+        .expect("writer thread")
+        .expect("the held commit completes once released");
+    reader.join().expect("reader thread");
+
+    let (blocks, txs) = seen.unwrap_or_else(|_| {
+        panic!(
+            "{}: a new reader waited more than {READER_DEADLINE:?} for a commit held there",
+            point.name()
+        )
+    });
+    assert_eq!(
+        blocks,
+        txs,
+        "{}: the reader saw MDBX and RocksDB at different commits",
+        point.name()
+    );
+    assert_eq!(
+        blocks.into_iter().collect::<Vec<_>>(),
+        (1..=expect_last).collect::<Vec<_>>(),
+        "{}: the reader must see commit {expect_last} whole",
+        point.name()
+    );
+    // After the commit: everything, in both engines.
+    let (blocks, txs) = visible(&db);
+    assert_eq!((blocks.len(), txs.len()), (3, 3), "{}", point.name());
+}
+
+#[test]
+fn a_reader_opens_while_a_commit_is_held_before_the_decision() {
+    reader_during_held_commit(FaultPoint::IntentWrite, 2);
+    reader_during_held_commit(FaultPoint::IntentFsync, 2);
+    // The commit's frozen RocksDB writes are published as pending, MDBX does not show the
+    // commit yet: the reader must get the previous commit's view, not the pending one.
+    reader_during_held_commit(FaultPoint::BeforeDecision, 2);
+}
+
+#[test]
+fn a_reader_opens_while_a_commit_is_held_after_the_decision() {
+    // MDBX has decided commit 3 and RocksDB has not applied it: the reader gets the commit's
+    // frozen follower writes.
+    reader_during_held_commit(FaultPoint::PrimaryCommit, 3);
+    reader_during_held_commit(FaultPoint::FollowerApply, 3);
+}
+
+#[test]
+fn readers_opened_during_a_held_commit_keep_their_snapshot_after_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = open(dir.path(), None).expect("open");
+    commit(&db, 1).expect("commit 1");
+    let stall = fault::arm_stall(dir.path(), FaultPoint::FollowerApply);
+    let writer = {
+        let db = db.clone();
+        thread::spawn(move || commit(&db, 2))
+    };
+    assert!(
+        stall.wait_until_held(READER_DEADLINE),
+        "the commit never reached the point"
+    );
+    let (sent, received) = mpsc::channel();
+    let reader = {
+        let db = db.clone();
+        thread::spawn(move || {
+            let tx = db.begin_ro().expect("ro");
+            let _ = sent.send(());
+            tx
+        })
+    };
+    let opened = received.recv_timeout(READER_DEADLINE);
+    stall.release();
+    writer.join().expect("writer").expect("commit 2");
+    let tx = reader.join().expect("reader");
+    assert!(opened.is_ok(), "the reader waited for the held commit");
+    // Commits after the held one must stay invisible to the reader opened during it.
+    commit(&db, 3).expect("commit 3");
+    commit(&db, 4).expect("commit 4");
+    let rows = |t| tx.entries(t).expect("entries");
+    assert_eq!(
+        (
+            rows(reth_hybrid_api::Tables::CanonicalHeaders),
+            rows(reth_hybrid_api::Tables::TransactionHashNumbers)
+        ),
+        (2, 2),
+        "a reader opened during commit 2 sees exactly commits 1 and 2, in both engines"
+    );
+    tx.abort();
+}
+
+/// Readers share this handle's RocksDB view, so a commit made through a second hybrid on the
+/// same engines must be refused, never paired with the stale view.
+#[test]
+fn a_commit_bypassing_the_handle_is_refused_not_misread() {
+    use reth_hybrid_hybrid::{HybridDb, HybridOptions};
+    let dir = tempfile::tempdir().expect("tmp");
+    let (mdbx, rocks) = common::engines(dir.path());
+    let first = HybridDb::open(
+        mdbx.clone(),
+        rocks.clone(),
+        dir.path(),
+        HybridOptions::default(),
+    )
+    .expect("first handle");
+    commit(&first, 1).expect("commit 1");
+    let second =
+        HybridDb::open(mdbx, rocks, dir.path(), HybridOptions::default()).expect("second handle");
+    commit(&second, 2).expect("commit 2 through the second handle");
+    let err = first
+        .begin_ro()
+        .expect_err("the first handle's RocksDB view is stale");
+    assert!(
+        err.to_string().contains("bypassed this handle"),
+        "the error names the cause: {err}"
+    );
+}
