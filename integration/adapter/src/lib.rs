@@ -11,6 +11,6 @@ mod open;
 mod reth_mdbx;
 mod upstream;
 
-pub use open::{HybridNodeDb, open_hybrid};
+pub use open::{HybridNodeDb, enable_metrics, open_hybrid};
 pub use reth_mdbx::{RethCursor, RethMdbx, RethTx};
-pub use upstream::{UpstreamCursor, UpstreamDatabase, UpstreamTx, to_reth};
+pub use upstream::{RethGauges, UpstreamCursor, UpstreamDatabase, UpstreamTx, to_reth};

@@ -67,7 +67,17 @@ pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<Hybr
         rocksdb_tables = ?hybrid.layout().tables_in(reth_hybrid_api::EngineKind::RocksDb).collect::<Vec<_>>(),
         "opened the hybrid database"
     );
-    Ok(UpstreamDatabase::new(hybrid))
+    // reth's MDBX gauges exactly as a stock node reports them, then RocksDB's (per table).
+    let env = Arc::clone(hybrid.primary().env());
+    Ok(UpstreamDatabase::new(hybrid).with_extra_gauges(move || {
+        reth_db_api::database_metrics::DatabaseMetrics::gauge_metrics(&*env)
+    }))
+}
+
+/// Turns on reth-hybrid's operation, commit-phase and engine metrics; they go to whatever
+/// `metrics` recorder is installed (in the node: reth's Prometheus recorder, behind `--metrics`).
+pub fn enable_metrics() {
+    reth_hybrid_hybrid::metrics::enable();
 }
 
 /// reth's open errors (eyre) as an engine open error, message kept.

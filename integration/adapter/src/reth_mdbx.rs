@@ -135,6 +135,15 @@ impl RawEngine for RethMdbx {
         })
     }
 
+    /// reth's own numbers (`DatabaseEnv`): MDBX's reader table.
+    fn oldest_reader_txnid(&self) -> Option<u64> {
+        reth_db_api::database::Database::oldest_reader_txnid(&*self.env)
+    }
+
+    fn last_txnid(&self) -> Option<u64> {
+        reth_db_api::database::Database::last_txnid(&*self.env)
+    }
+
     fn begin_rw(&self) -> RawResult<RethTx<RW>> {
         let tx = self
             .env
@@ -183,6 +192,19 @@ impl<K: TransactionKind> RawTx for RethTx<K> {
 
     fn abort(self) {
         drop(self.tx);
+    }
+
+    /// Takes the transaction off reth's read-timeout monitor, as reth's own `Tx` does.
+    fn disable_long_read_safety(&mut self) {
+        self.tx.disable_timeout();
+    }
+
+    /// reth's monitor resets a timed-out read transaction; every call on it then fails.
+    fn check_alive(&self) -> RawResult<()> {
+        self.tx
+            .id()
+            .map(|_| ())
+            .map_err(|e| DatabaseError::Read(info(e, None)))
     }
 }
 

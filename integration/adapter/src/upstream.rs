@@ -112,16 +112,30 @@ fn compress<T: Table>(value: &T::Value, buf: &mut Vec<u8>) {
     }
 }
 
+/// Gauges in reth's shape (name, value, labels).
+pub type RethGauges = Vec<(&'static str, f64, Vec<metrics::Label>)>;
+
 /// A raw engine behind reth's `Database`.
-#[derive(Debug)]
 pub struct UpstreamDatabase<E> {
     engine: Arc<E>,
+    /// Gauges reported before the engine's own (in the node: reth's MDBX gauges, exactly as a
+    /// stock node reports them).
+    extra_gauges: Option<Arc<dyn Fn() -> RethGauges + Send + Sync>>,
+}
+
+impl<E: std::fmt::Debug> std::fmt::Debug for UpstreamDatabase<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamDatabase")
+            .field("engine", &self.engine)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<E> Clone for UpstreamDatabase<E> {
     fn clone(&self) -> Self {
         Self {
             engine: Arc::clone(&self.engine),
+            extra_gauges: self.extra_gauges.clone(),
         }
     }
 }
@@ -130,7 +144,17 @@ impl<E: RawEngine> UpstreamDatabase<E> {
     pub fn new(engine: E) -> Self {
         Self {
             engine: Arc::new(engine),
+            extra_gauges: None,
         }
+    }
+
+    /// Reports `gauges()` ahead of the engine's own gauges.
+    pub fn with_extra_gauges(
+        mut self,
+        gauges: impl Fn() -> RethGauges + Send + Sync + 'static,
+    ) -> Self {
+        self.extra_gauges = Some(Arc::new(gauges));
+        self
     }
 
     pub fn engine(&self) -> &E {
@@ -182,29 +206,28 @@ impl<E: RawEngine> Database for UpstreamDatabase<E> {
         self.engine.path()
     }
 
-    /// Not tracked across two engines; reth then does not wait for older readers.
+    /// The engine's (the hybrid's are its MDBX's, whose reader table covers every hybrid
+    /// reader), so reth's wait for older readers before unwinding static files works.
     fn oldest_reader_txnid(&self) -> Option<u64> {
-        None
+        self.engine.oldest_reader_txnid()
     }
 
     fn last_txnid(&self) -> Option<u64> {
-        None
+        self.engine.last_txnid()
     }
 }
 
 impl<E: RawEngine> DatabaseMetrics for UpstreamDatabase<E> {
-    fn gauge_metrics(&self) -> Vec<(&'static str, f64, Vec<metrics::Label>)> {
-        self.engine
-            .gauges()
-            .into_iter()
-            .map(|g| {
-                let labels = g
-                    .table
-                    .map(|t| vec![metrics::Label::new("table", t.name())])
-                    .unwrap_or_default();
-                (g.name, g.value, labels)
-            })
-            .collect()
+    fn gauge_metrics(&self) -> RethGauges {
+        let mut out = self.extra_gauges.as_ref().map(|f| f()).unwrap_or_default();
+        out.extend(self.engine.gauges().into_iter().map(|g| {
+            let labels = g
+                .table
+                .map(|t| vec![metrics::Label::new("table", t.name())])
+                .unwrap_or_default();
+            (g.name, g.value, labels)
+        }));
+        out
     }
 }
 
@@ -245,7 +268,9 @@ impl<X: RawTx> DbTx for UpstreamTx<X> {
         self.raw.entries(table::<T>()?).map_err(to_reth)
     }
 
-    fn disable_long_read_transaction_safety(&mut self) {}
+    fn disable_long_read_transaction_safety(&mut self) {
+        self.raw.disable_long_read_safety();
+    }
 }
 
 impl<X: RawTxMut> DbTxMut for UpstreamTx<X> {

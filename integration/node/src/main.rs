@@ -73,6 +73,10 @@ fn main() {
                 );
                 config.storage.v2 = false;
             }
+            if config.metrics.prometheus.is_some() {
+                // reth installs its Prometheus recorder for `--metrics`; ours report into it.
+                reth_hybrid_adapter::enable_metrics();
+            }
             let datadir = config.datadir().data_dir().to_path_buf();
             let args = config.db.database_args();
             // ORDER: close the MDBX environment the command line opened before the hybrid
