@@ -8,7 +8,7 @@ use reth_db_api::{
     database_metrics::DatabaseMetrics,
     models::ClientVersion,
     tables::{CanonicalHeaders, TransactionHashNumbers},
-    transaction::DbTxMut,
+    transaction::{DbTx, DbTxMut},
 };
 use reth_hybrid_adapter::open_hybrid;
 
