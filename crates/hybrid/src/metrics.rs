@@ -10,11 +10,29 @@ use std::{
 };
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Set inside a reth node, whose Prometheus recorder prefixes every name with `reth_`: our names
+/// then drop their own `reth_`, so the node shows `reth_hybrid_*`, not `reth_reth_hybrid_*`.
+static UNDER_RETH: AtomicBool = AtomicBool::new(false);
 
 /// Turns recording on (the CLI does it when it installs an exporter). Off, the hot paths skip
 /// every metrics call, so a node without an exporter pays one relaxed load per operation.
 pub fn enable() {
     ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// [`enable`] inside a reth node (see `UNDER_RETH`).
+pub fn enable_under_reth() {
+    UNDER_RETH.store(true, Ordering::Relaxed);
+    enable();
+}
+
+/// A metric's name as recorded: `full`, or without its `reth_` inside a reth node.
+fn named(full: &'static str) -> &'static str {
+    if UNDER_RETH.load(Ordering::Relaxed) {
+        full.strip_prefix("reth_").unwrap_or(full)
+    } else {
+        full
+    }
 }
 
 #[inline]
@@ -89,14 +107,14 @@ pub(crate) fn count(table: Tables, engine: EngineKind, op: Op) {
     if !enabled() {
         return;
     }
-    metrics::counter!(OPERATIONS_TOTAL, "table" => table.name(), "engine" => engine.as_str(), "op" => op.as_str())
+    metrics::counter!(named(OPERATIONS_TOTAL), "table" => table.name(), "engine" => engine.as_str(), "op" => op.as_str())
         .increment(1);
 }
 
 pub(crate) fn timed(table: Tables, engine: EngineKind, op: Op, started: Option<Instant>) {
     let Some(started) = started else { return };
     count(table, engine, op);
-    metrics::histogram!(OPERATION_SECONDS, "table" => table.name(), "engine" => engine.as_str(), "op" => op.as_str())
+    metrics::histogram!(named(OPERATION_SECONDS), "table" => table.name(), "engine" => engine.as_str(), "op" => op.as_str())
         .record(started.elapsed().as_secs_f64());
 }
 
@@ -104,14 +122,15 @@ pub(crate) fn phase(phase: Phase, took: Duration) {
     if !enabled() {
         return;
     }
-    metrics::histogram!(COMMIT_PHASE_SECONDS, "phase" => phase.as_str()).record(took.as_secs_f64());
+    metrics::histogram!(named(COMMIT_PHASE_SECONDS), "phase" => phase.as_str())
+        .record(took.as_secs_f64());
 }
 
 pub(crate) fn commit(follower_touched: bool) {
     if !enabled() {
         return;
     }
-    metrics::counter!(COMMITS_TOTAL, "rocksdb" => if follower_touched { "written" } else { "untouched" }).increment(1);
+    metrics::counter!(named(COMMITS_TOTAL), "rocksdb" => if follower_touched { "written" } else { "untouched" }).increment(1);
 }
 
 pub(crate) fn gauge(name: &'static str, engine: EngineKind, table: Option<Tables>, value: f64) {

@@ -74,10 +74,10 @@ pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<Hybr
     }))
 }
 
-/// Turns on reth-hybrid's operation, commit-phase and engine metrics; they go to whatever
-/// `metrics` recorder is installed (in the node: reth's Prometheus recorder, behind `--metrics`).
+/// Turns on reth-hybrid's operation and commit-phase metrics inside reth's node: they go to
+/// reth's Prometheus recorder (`--metrics`), which prefixes `reth_`: `reth_hybrid_*`.
 pub fn enable_metrics() {
-    reth_hybrid_hybrid::metrics::enable();
+    reth_hybrid_hybrid::metrics::enable_under_reth();
 }
 
 /// reth's open errors (eyre) as an engine open error, message kept.

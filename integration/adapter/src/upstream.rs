@@ -220,11 +220,11 @@ impl<E: RawEngine> Database for UpstreamDatabase<E> {
 impl<E: RawEngine> DatabaseMetrics for UpstreamDatabase<E> {
     fn gauge_metrics(&self) -> RethGauges {
         let mut out = self.extra_gauges.as_ref().map(|f| f()).unwrap_or_default();
+        // Labelled as ours: reth's own RocksDB (storage v2, opened even on v1 datadirs) reports
+        // `rocksdb_*` metrics of its own next to these.
         out.extend(self.engine.gauges().into_iter().map(|g| {
-            let labels = g
-                .table
-                .map(|t| vec![metrics::Label::new("table", t.name())])
-                .unwrap_or_default();
+            let mut labels = vec![metrics::Label::new("source", "reth-hybrid")];
+            labels.extend(g.table.map(|t| metrics::Label::new("table", t.name())));
             (g.name, g.value, labels)
         }));
         out

@@ -62,7 +62,8 @@ fn the_node_database_reports_reth_s_mdbx_gauges_then_rocksdb_s() {
         "then RocksDB's gauges per table: {rocksdb:?}"
     );
     assert!(
-        rocksdb.iter().all(|(n, _)| n.starts_with("rocksdb_")),
-        "only RocksDB's after reth's: {rocksdb:?}"
+        rocksdb.iter().all(|(n, l)| n.starts_with("rocksdb_")
+            && l.contains(&("source".into(), "reth-hybrid".into()))),
+        "only RocksDB's after reth's, labelled as reth-hybrid's: {rocksdb:?}"
     );
 }
