@@ -194,9 +194,7 @@ fn a_frozen_write_transaction_reads_its_writes_refuses_writes_and_frees_the_writ
         .expect("a frozen transaction still holds the writer lock");
 
     fn keys(tx: &reth_hybrid_rocksdb::RocksTx) -> Vec<u8> {
-        let mut c = tx
-            .cursor(Tables::TransactionHashNumbers)
-            .expect("cursor");
+        let mut c = tx.cursor(Tables::TransactionHashNumbers).expect("cursor");
         let mut out = Vec::new();
         let mut next = c.first().expect("first");
         while let Some((k, _)) = next {
