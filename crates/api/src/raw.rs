@@ -95,9 +95,10 @@ pub trait RawTx: Send + Sync + Debug + 'static {
     fn disable_long_read_safety(&mut self) {}
 
     /// Fails once the engine has ended this transaction on its own (reth's MDBX aborts a read
-    /// transaction that outlived its limit). The hybrid asks the primary before every read it
-    /// routes to the follower, so a timed-out reader fails whole, as on reth's MDBX, instead of
-    /// reading on in RocksDB while reth no longer counts it as a reader.
+    /// transaction that outlived its limit). The hybrid asks the primary before every get,
+    /// count and cursor open it routes to the follower, so a timed-out reader fails, as on
+    /// reth's MDBX, instead of reading on in RocksDB while reth no longer counts it as a reader
+    /// (a follower cursor opened before the timeout keeps stepping through its snapshot).
     fn check_alive(&self) -> RawResult<()> {
         Ok(())
     }
@@ -203,4 +204,7 @@ pub trait RawReplay: RawEngine<Tx: Clone> {
     /// racing the freeze lands before it, or fails). Readers use it while those writes are
     /// made durable, so they never wait for the follower's fsync.
     fn freeze(tx: Self::TxMut) -> Self::Tx;
+
+    /// Whether a frozen transaction holds any write.
+    fn holds_writes(frozen: &Self::Tx) -> bool;
 }

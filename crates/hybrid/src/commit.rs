@@ -35,11 +35,23 @@ use std::{sync::atomic::Ordering, time::Instant};
 struct PoisonOnUnwind<'a> {
     poisoned: &'a std::sync::atomic::AtomicU64,
     seq: u64,
+    /// A commit run while the thread already unwinds (from a `Drop`) is not itself panicking.
+    was_panicking: bool,
+}
+
+impl<'a> PoisonOnUnwind<'a> {
+    fn new(poisoned: &'a std::sync::atomic::AtomicU64, seq: u64) -> Self {
+        Self {
+            poisoned,
+            seq,
+            was_panicking: std::thread::panicking(),
+        }
+    }
 }
 
 impl Drop for PoisonOnUnwind<'_> {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        if std::thread::panicking() && !self.was_panicking {
             self.poisoned.store(self.seq, Ordering::Release);
         }
     }
@@ -59,13 +71,10 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         seq => return Err(HybridError::Poisoned { seq }),
     }
     let seq = state.seq + 1;
-    let _unwind = PoisonOnUnwind {
-        poisoned: &db.poisoned,
-        seq,
-    };
     put_u64(&primary, SEQ_KEY, seq)?;
-    // Once dirty, a transaction stays dirty; a write racing the commit from another thread's
-    // cursor after this check is either in the frozen view (and so in the payload) or refused.
+    // Once dirty, a transaction stays dirty, and after `freeze` every write is refused: a write
+    // racing the commit from another thread's cursor is in the frozen view (and so in the
+    // payload), refused, or (into a transaction found clean) makes the commit fail below.
     let (intent, frozen) = if F::is_dirty(&follower) {
         put_u64(&follower, SEQ_KEY, seq)?;
         put_u64(&primary, FOLLOWER_SEQ_KEY, seq)?;
@@ -85,9 +94,17 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         crash_point!(AfterIntentWrite);
         (Some(intent), Some(frozen))
     } else {
-        follower.abort();
+        stall_point!(AfterCleanCheck, &db.datadir);
+        // Frozen rather than aborted: this releases RocksDB's writer lock even if a cursor of
+        // the transaction lives on, and shows a write that slipped in after the check above.
+        let frozen = F::freeze(follower);
+        if F::holds_writes(&frozen) {
+            return Err(HybridError::RacingWrite { seq });
+        }
         (None, None)
     };
+    // From the publication of the pending view to its retirement, a panic must poison.
+    let _unwind = PoisonOnUnwind::new(&db.poisoned, seq);
     if let Some(frozen) = frozen {
         // ORDER: published before the decision, so a reader whose MDBX snapshot shows this
         // commit always finds its follower half; until then readers are given `current`.
@@ -128,7 +145,13 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
             // The follower now holds the commit: a fresh snapshot replaces the frozen writes
             // (readers holding those keep them until they end). Should no snapshot open, the
             // frozen view (exactly the committed state) stays the current one.
-            let fresh = db.follower.begin_ro().ok();
+            let fresh = db
+                .follower
+                .begin_ro()
+                .inspect_err(|e| {
+                    tracing::warn!(seq, error = %e, "no RocksDB snapshot after a commit; readers keep its frozen view")
+                })
+                .ok();
             let retired = {
                 let mut views = db.views.write();
                 let pending = views.pending.take();

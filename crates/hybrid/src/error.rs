@@ -131,6 +131,12 @@ pub enum HybridError {
     )]
     NoFollowerView { seen: u64, current: u64 },
     #[error(
+        "a write reached the RocksDB half of commit {seq} from another thread while it was \
+         being committed; the commit was not made (nothing changed): finish every cursor of a \
+         transaction before committing it"
+    )]
+    RacingWrite { seq: u64 },
+    #[error(
         "a table migration is in progress in this datadir ({path} exists): its tables have rows \
          in both engines. Finish it by running the same `reth-hybrid migrate` command again \
          (it resumes), then open the datadir"

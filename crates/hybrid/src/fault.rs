@@ -22,6 +22,8 @@ pub enum FaultPoint {
     /// Right before MDBX's decision commit, after the commit published its pending view. A stall
     /// point only ([`arm_stall`]): no fault fires here, so it is not in [`FaultPoint::ALL`].
     BeforeDecision,
+    /// Between finding a commit's RocksDB transaction clean and freezing it. A stall point only.
+    AfterCleanCheck,
 }
 
 impl FaultPoint {
@@ -39,6 +41,7 @@ impl FaultPoint {
             FaultPoint::PrimaryCommit => "PrimaryCommit",
             FaultPoint::FollowerApply => "FollowerApply",
             FaultPoint::BeforeDecision => "BeforeDecision",
+            FaultPoint::AfterCleanCheck => "AfterCleanCheck",
         }
     }
 }

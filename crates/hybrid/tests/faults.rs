@@ -37,7 +37,9 @@ fn step_named(point: FaultPoint) -> &'static str {
         FaultPoint::IntentFsync => "could not fsync intent log",
         FaultPoint::PrimaryCommit => "MDBX's commit of sequence 3 reported an error",
         FaultPoint::FollowerApply => "RocksDB could not apply commit 3 after MDBX decided it",
-        FaultPoint::BeforeDecision => unreachable!("a stall point only, not in FaultPoint::ALL"),
+        FaultPoint::BeforeDecision | FaultPoint::AfterCleanCheck => {
+            unreachable!("a stall point only, not in FaultPoint::ALL")
+        }
     }
 }
 

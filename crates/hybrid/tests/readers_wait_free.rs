@@ -164,3 +164,63 @@ fn a_commit_bypassing_the_handle_is_refused_not_misread() {
         "the error names the cause: {err}"
     );
 }
+
+/// A write into the RocksDB half from another thread's cursor, landing after the commit found
+/// that half clean, fails the commit (nothing is made) instead of being silently dropped.
+#[test]
+fn a_write_racing_a_clean_commit_fails_it_instead_of_being_lost() {
+    use reth_hybrid_api::{
+        Tables,
+        raw::{RawCursorMut, RawTxMut},
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = open(dir.path(), None).expect("open");
+    commit(&db, 1).expect("commit 1");
+    let stall = fault::arm_stall(dir.path(), FaultPoint::AfterCleanCheck);
+    // The transaction lives on its own thread (MDBX ends a write transaction on the thread that
+    // began it); its RocksDB cursor comes here, to write while the commit is held.
+    let (sent, cursor) = mpsc::channel();
+    let committing = {
+        let db = db.clone();
+        thread::spawn(move || {
+            let tx = db.begin_rw().expect("rw");
+            tx.put(Tables::CanonicalHeaders, &2u64.to_be_bytes(), &[2; 32])
+                .expect("an MDBX row only: the RocksDB half is clean");
+            let cursor = tx
+                .cursor_mut(Tables::TransactionHashNumbers)
+                .expect("a RocksDB cursor of the transaction");
+            sent.send(cursor).expect("send the cursor");
+            tx.commit()
+        })
+    };
+    let mut cursor = cursor.recv().expect("the transaction's cursor");
+    if !stall.wait_until_held(READER_DEADLINE) {
+        stall.release();
+        panic!(
+            "the commit never reached the point: {:?}",
+            committing.join()
+        );
+    }
+    cursor
+        .upsert(&common::hash(2), &2u64.to_le_bytes())
+        .expect("the write lands before the freeze");
+    stall.release();
+    let err = committing
+        .join()
+        .expect("committing thread")
+        .expect_err("the commit must fail rather than drop the racing write");
+    assert!(
+        err.to_string().contains("from another thread"),
+        "the error names the cause: {err}"
+    );
+    drop(cursor);
+    let (blocks, txs) = visible(&db);
+    assert_eq!(
+        (
+            blocks.into_iter().collect::<Vec<_>>(),
+            txs.into_iter().collect::<Vec<_>>()
+        ),
+        (vec![1], vec![1]),
+        "nothing of the failed commit is visible, in either engine"
+    );
+}

@@ -163,6 +163,10 @@ impl RawReplay for RocksEngine {
     fn freeze(tx: RocksTxMut) -> RocksTx {
         tx.freeze()
     }
+
+    fn holds_writes(frozen: &RocksTx) -> bool {
+        frozen.is_dirty()
+    }
 }
 
 impl RawEngine for RocksEngine {

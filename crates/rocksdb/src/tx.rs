@@ -87,10 +87,7 @@ impl RocksTxMut {
 
     /// Whether this transaction has written (or cleared) anything.
     pub fn is_dirty(&self) -> bool {
-        self.inner
-            .overlay
-            .as_ref()
-            .is_some_and(|o| o.read().iter().any(|t| t.cleared || !t.writes.is_empty()))
+        self.inner.is_dirty()
     }
 
     /// A read transaction over this transaction's snapshot and writes, as they are now (see
@@ -113,6 +110,11 @@ impl RocksTxMut {
 }
 
 impl RocksTx {
+    /// Whether this (frozen) transaction holds writes; never for a snapshot.
+    pub fn is_dirty(&self) -> bool {
+        self.inner.is_dirty()
+    }
+
     /// The writes a frozen write transaction holds, as a batch (empty for a snapshot).
     pub fn to_write_batch(&self) -> RawResult<WriteBatch> {
         self.inner.to_write_batch()
@@ -120,6 +122,12 @@ impl RocksTx {
 }
 
 impl TxInner {
+    fn is_dirty(&self) -> bool {
+        self.overlay
+            .as_ref()
+            .is_some_and(|o| o.read().iter().any(|t| t.cleared || !t.writes.is_empty()))
+    }
+
     fn to_write_batch(&self) -> RawResult<WriteBatch> {
         let mut batch = WriteBatch::default();
         let Some(overlay) = &self.overlay else {
@@ -234,7 +242,15 @@ impl RocksStore {
     }
 
     fn write(&self, f: impl FnOnce(&mut TableOverlay)) -> RawResult<()> {
-        let mut guard = self.tx.overlay.as_ref().map(|o| o.write());
+        // A frozen overlay is shared by readers: refuse before taking its write lock (and again
+        // under it, for a write racing the freeze).
+        let frozen = self.tx.frozen.load(Ordering::Acquire);
+        let mut guard = self
+            .tx
+            .overlay
+            .as_ref()
+            .filter(|_| !frozen)
+            .map(|o| o.write());
         match guard.as_deref_mut() {
             // Checked under the overlay's lock, which `freeze` takes to set the flag.
             Some(overlay) if !self.tx.frozen.load(Ordering::Acquire) => {
