@@ -28,9 +28,20 @@ use std::{
 /// Small SST files, so the copy crosses file boundaries; `--compact` for the compaction's fault.
 fn request(to: EngineKind) -> MigrateRequest {
     let mut r = MigrateRequest::new(to);
+    // The disk these tests run on is shared: its free space is not theirs to depend on (a nearly
+    // full disk made the free-space preflight refuse before a fault point was reached). The
+    // preflight's own refusals are tested on a tmpfs below and in `preflight.rs`.
+    r.assume_free_bytes = Some(1 << 40);
     r.sst_file_bytes = 8 << 10;
     r.batch_rows = 300;
     r.compact = to == EngineKind::RocksDb;
+    r
+}
+
+/// [`request`] with the preflight measuring the disk's free space (the tiny-disk test's tmpfs).
+fn measuring_disk(to: EngineKind) -> MigrateRequest {
+    let mut r = request(to);
+    r.assume_free_bytes = None;
     r
 }
 
@@ -223,7 +234,11 @@ fn fault_then_resume(c: &Case, to: EngineKind, point: FaultPoint, nth: u64, errn
     let err = {
         let _armed = fault::arm(point, nth, errno);
         let result = migrate(d, &request(to), &NoProgress);
-        assert!(fault::fired(), "{what}: the fault point was not reached");
+        assert!(
+            fault::fired(),
+            "{what}: the fault point was not reached: {:?}",
+            result.as_ref().map_err(chain)
+        );
         result.expect_err("the injected fault must fail the migration")
     };
     let msg = err.to_string();
@@ -512,7 +527,7 @@ fn tiny_disk_refuses_or_fails_cleanly_and_resumes_identical() {
 
         // The preflight sees the small disk and refuses, changing nothing.
         let before = files(&d);
-        let err = migrate(&d, &request(EngineKind::RocksDb), &NoProgress)
+        let err = migrate(&d, &measuring_disk(EngineKind::RocksDb), &NoProgress)
             .expect_err("the preflight must refuse a disk this small");
         assert!(
             matches!(err, MigrateError::DiskSpace { .. }),
@@ -545,7 +560,7 @@ fn tiny_disk_refuses_or_fails_cleanly_and_resumes_identical() {
         // datadir is checked first, on the larger disk (opening engines writes files).
         fs.resize(size + (512 << 20));
         assert_consistent(&d, &c.original, &what);
-        migrate(&d, &request(EngineKind::RocksDb), &NoProgress)
+        migrate(&d, &measuring_disk(EngineKind::RocksDb), &NoProgress)
             .unwrap_or_else(|e| panic!("{what}: resume: {}", chain(&e)));
         assert_same_as_uninterrupted(&d, &c.forward, &what);
     }
