@@ -5,7 +5,8 @@
 use reth_hybrid_api::{
     Tables,
     models::{STORAGE_SETTINGS_KEY, StorageSettings},
-    raw::{RawCursor, RawEngine, RawPair, RawTx, RawTxMut},
+    raw::{RawEngine, RawPair, RawTx, RawTxMut},
+    test_support::{copy_of_mdbx, datadir_files, mdbx_rows},
 };
 use reth_hybrid_hybrid::{
     control::{FOLLOWER_SEQ_KEY, SEQ_KEY, put_bytes, put_u64},
@@ -62,47 +63,11 @@ struct Snapshot {
 }
 
 fn snapshot(d: &Path) -> Snapshot {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![d.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read_dir") {
-            let path = entry.expect("entry").path();
-            let rel = path.strip_prefix(d).expect("under d").to_path_buf();
-            if path.is_dir() {
-                files.insert(rel, None);
-                stack.push(path);
-            } else if rel != Path::new("db/mdbx.dat") && rel != Path::new("db/mdbx.lck") {
-                files.insert(rel, Some(std::fs::read(&path).expect("read")));
-            }
-        }
-    }
     // Rows read from a copy of db/, so a live lock or an immutable datadir is no obstacle.
-    let copy = tempfile::tempdir().expect("tmp");
-    std::fs::create_dir(copy.path().join("db")).expect("mkdir");
-    for name in ["mdbx.dat", "database.version"] {
-        std::fs::copy(d.join("db").join(name), copy.path().join("db").join(name)).expect("copy");
-    }
-    let mdbx = MdbxEngine::open_read_only(copy.path()).expect("mdbx copy");
-    let tx = mdbx.begin_ro().expect("ro");
-    let mdbx_rows = Tables::ALL
-        .into_iter()
-        .map(|table| {
-            if !mdbx.has_table(table) {
-                return (table, None);
-            }
-            let mut rows = Vec::new();
-            let mut c = tx.cursor(table).expect("cursor");
-            let mut next = c.first().expect("first");
-            while let Some(row) = next {
-                rows.push(row);
-                next = c.next().expect("next");
-            }
-            (table, Some(rows))
-        })
-        .collect();
+    let copy = copy_of_mdbx(d);
     Snapshot {
-        files,
-        mdbx: mdbx_rows,
+        files: datadir_files(d),
+        mdbx: mdbx_rows(&MdbxEngine::open_read_only(copy.path()).expect("mdbx copy")),
     }
 }
 

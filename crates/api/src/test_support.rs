@@ -1,11 +1,17 @@
-//! Helpers the test suites of every crate share: where the real-reth fixtures are, and how a
-//! test that cannot run says so where a person sees it.
+//! Helpers the test suites of every crate share: where the real-reth fixtures are, how a test
+//! that cannot run says so where a person sees it, and what "a refusal changed nothing" compares
+//! (a datadir's files and its MDBX rows).
 //!
 //! `cargo test` hides what a passing test prints, so a skip alone would look like a pass. A
 //! skipped test therefore also appends a line to the file named by `RETH_HYBRID_SKIP_LOG`, which
 //! `make test` empties before and prints after the run.
 
+use crate::{
+    Tables,
+    raw::{RawCursor, RawEngine, RawPair, RawTx},
+};
 use std::{
+    collections::BTreeMap,
     fs::{self, OpenOptions},
     io::Write,
     path::{Path, PathBuf},
@@ -89,4 +95,63 @@ pub fn fixture_datadir(test: &str, crate_dir: &Path, name: &str) -> Option<PathB
             fixtures_root(crate_dir).display()
         )
     }))
+}
+
+/// Every file of a datadir by its bytes, and every folder (as `None`), by path relative to `d`;
+/// `db/mdbx.dat` and `db/mdbx.lck` are left out (an MDBX open rewrites their pages without
+/// changing a row: compare [`mdbx_rows`] instead).
+pub fn datadir_files(d: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![d.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            let rel = path.strip_prefix(d).expect("under d").to_path_buf();
+            if path.is_dir() {
+                files.insert(rel, None);
+                stack.push(path);
+            } else if rel != Path::new("db/mdbx.dat") && rel != Path::new("db/mdbx.lck") {
+                files.insert(rel, Some(fs::read(&path).expect("read")));
+            }
+        }
+    }
+    files
+}
+
+/// A copy of a datadir's MDBX files (`db/mdbx.dat`, `db/database.version`) in a new temporary
+/// folder, to read rows from without opening the datadir itself (its lock may be held, its
+/// files immutable, and an open would change them).
+pub fn copy_of_mdbx(d: &Path) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().expect("tmp");
+    fs::create_dir(copy.path().join("db")).expect("mkdir");
+    for name in ["mdbx.dat", "database.version"] {
+        fs::copy(d.join("db").join(name), copy.path().join("db").join(name)).expect("copy");
+    }
+    copy
+}
+
+/// Every row of `table` in `tx`, in order.
+pub fn table_rows<X: RawTx>(tx: &X, table: Tables) -> Vec<RawPair> {
+    let mut rows = Vec::new();
+    let mut c = tx.cursor(table).expect("cursor");
+    let mut next = c.first().expect("first");
+    while let Some(row) = next {
+        rows.push(row);
+        next = c.next().expect("next");
+    }
+    rows
+}
+
+/// Every table of `engine`: `None` if it lacks the table, else every row.
+pub fn mdbx_rows<E: RawEngine>(engine: &E) -> Vec<(Tables, Option<Vec<RawPair>>)> {
+    let tx = engine.begin_ro().expect("ro");
+    Tables::ALL
+        .into_iter()
+        .map(|table| {
+            (
+                table,
+                engine.has_table(table).then(|| table_rows(&tx, table)),
+            )
+        })
+        .collect()
 }

@@ -14,7 +14,8 @@ use reth_db_api::{
 use reth_hybrid_adapter::{RethMdbx, open_hybrid};
 use reth_hybrid_api::{
     Tables,
-    raw::{RawCursor, RawEngine, RawPair, RawTx},
+    raw::RawPair,
+    test_support::{copy_of_mdbx, datadir_files, mdbx_rows},
 };
 use std::{
     collections::BTreeMap,
@@ -41,47 +42,13 @@ struct Snapshot {
 }
 
 fn snapshot(d: &Path) -> Snapshot {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![d.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read_dir") {
-            let path = entry.expect("entry").path();
-            let rel = path.strip_prefix(d).expect("under d").to_path_buf();
-            if path.is_dir() {
-                files.insert(rel, None);
-                stack.push(path);
-            } else if rel != Path::new("db/mdbx.dat") && rel != Path::new("db/mdbx.lck") {
-                files.insert(rel, Some(std::fs::read(&path).expect("read")));
-            }
-        }
-    }
     // Rows read through reth's read-only open of a copy, so the datadir itself is not opened.
-    let copy = tempfile::tempdir().expect("tmp");
-    let copy_db = copy.path().join("db");
-    std::fs::create_dir(&copy_db).expect("mkdir");
-    for name in ["mdbx.dat", "database.version"] {
-        std::fs::copy(d.join("db").join(name), copy_db.join(name)).expect("copy");
+    let copy = copy_of_mdbx(d);
+    let env = reth_db::open_db_read_only(&copy.path().join("db"), args()).expect("read-only copy");
+    Snapshot {
+        files: datadir_files(d),
+        mdbx: mdbx_rows(&RethMdbx::new(Arc::new(env)).expect("mdbx")),
     }
-    let env = reth_db::open_db_read_only(&copy_db, args()).expect("read-only copy");
-    let mdbx = RethMdbx::new(Arc::new(env)).expect("mdbx");
-    let tx = mdbx.begin_ro().expect("ro");
-    let rows = Tables::ALL
-        .into_iter()
-        .map(|table| {
-            if !mdbx.has_table(table) {
-                return (table, None);
-            }
-            let mut rows = Vec::new();
-            let mut c = tx.cursor(table).expect("cursor");
-            let mut next = c.first().expect("first");
-            while let Some(row) = next {
-                rows.push(row);
-                next = c.next().expect("next");
-            }
-            (table, Some(rows))
-        })
-        .collect();
-    Snapshot { files, mdbx: rows }
 }
 
 /// Builds the datadir, opens it as the node does, and requires a refusal that says `says` and
