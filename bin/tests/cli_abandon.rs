@@ -1,28 +1,27 @@
 //! `reth-hybrid migrate --abandon` as an operator runs it: the real binary on a generated datadir
 //! whose migration state file was damaged.
 
-use std::{path::Path, process::Command};
+mod common;
 
-fn reth_hybrid(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
-        .args(args)
-        .output()
-        .expect("run reth-hybrid");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).expect("utf8"),
-        String::from_utf8(out.stderr).expect("utf8"),
-    )
-}
+use common::{Out, reth_hybrid};
+use std::path::Path;
 
 #[test]
 fn a_garbage_state_file_is_refused_and_abandon_is_the_way_forward() {
     let dir = tempfile::tempdir().expect("tmp");
     let d = dir.path().join("datadir");
     let d = d.to_str().expect("utf8");
-    let (code, _, err) = reth_hybrid(&["generate", "--datadir", d, "--scale", "1"]);
+    let Out {
+        code,
+        stdout: _,
+        stderr: err,
+    } = reth_hybrid(&["generate", "--datadir", d, "--scale", "1"]);
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = reth_hybrid(&[
+    let Out {
+        code,
+        stdout: _,
+        stderr: err,
+    } = reth_hybrid(&[
         "migrate",
         "--datadir",
         d,
@@ -34,13 +33,21 @@ fn a_garbage_state_file_is_refused_and_abandon_is_the_way_forward() {
     std::fs::write(&state, b"{\"version\":1,\"to\":\"rock").expect("a torn state file");
     let mdbx = std::fs::read(Path::new(d).join("db/mdbx.dat")).expect("read");
 
-    let (code, _, err) = reth_hybrid(&["migrate", "--datadir", d]);
+    let Out {
+        code,
+        stdout: _,
+        stderr: err,
+    } = reth_hybrid(&["migrate", "--datadir", d]);
     assert_ne!(code, 0);
     assert!(
         err.contains("cannot be read") && err.contains(&format!("--datadir {d} --abandon")),
         "{err}"
     );
-    let (code, out, err) = reth_hybrid(&["migrate", "--datadir", d, "--abandon", "--dry-run"]);
+    let Out {
+        code,
+        stdout: out,
+        stderr: err,
+    } = reth_hybrid(&["migrate", "--datadir", d, "--abandon", "--dry-run"]);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("dry run: nothing was changed") && out.contains("TransactionHashNumbers"),
@@ -49,15 +56,31 @@ fn a_garbage_state_file_is_refused_and_abandon_is_the_way_forward() {
     assert!(state.exists());
     assert!(std::fs::read(Path::new(d).join("db/mdbx.dat")).expect("read") == mdbx);
 
-    let (code, out, err) = reth_hybrid(&["migrate", "--datadir", d, "--abandon"]);
+    let Out {
+        code,
+        stdout: out,
+        stderr: err,
+    } = reth_hybrid(&["migrate", "--datadir", d, "--abandon"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("the migration was abandoned"), "{out}");
     assert!(!state.exists());
-    let (code, out, err) = reth_hybrid(&["verify", "--datadir", d]);
+    let Out {
+        code,
+        stdout: out,
+        stderr: err,
+    } = reth_hybrid(&["verify", "--datadir", d]);
     assert_eq!(code, 0, "{out}{err}");
-    let (code, out, _) = reth_hybrid(&["migrate", "--datadir", d, "--abandon"]);
+    let Out {
+        code,
+        stdout: out,
+        stderr: _,
+    } = reth_hybrid(&["migrate", "--datadir", d, "--abandon"]);
     assert_eq!(code, 0);
     assert!(out.contains("nothing to abandon"), "{out}");
-    let (code, _, err) = reth_hybrid(&["migrate", "--datadir", d]);
+    let Out {
+        code,
+        stdout: _,
+        stderr: err,
+    } = reth_hybrid(&["migrate", "--datadir", d]);
     assert_eq!(code, 0, "the default migration runs again: {err}");
 }

@@ -1,18 +1,9 @@
 //! `reth-hybrid bench compare` and `bench preflight` as engineers run them.
 
-use std::{fmt::Write, path::Path, process::Command};
+mod common;
 
-fn reth_hybrid(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
-        .args(args)
-        .output()
-        .expect("run reth-hybrid");
-    (
-        String::from_utf8(out.stdout).expect("utf8"),
-        String::from_utf8(out.stderr).expect("utf8"),
-        out.status.code().unwrap_or(-1),
-    )
-}
+use common::{Out, reth_hybrid};
+use std::{fmt::Write, path::Path, process::Command};
 
 /// A reth-bench output folder: 2.x (ten columns) or 1.x (seven), `np_us` newPayload latency.
 fn write_run(dir: &Path, v2: bool, np_us: u64) {
@@ -59,7 +50,11 @@ fn compare_prints_a_report_with_intervals_and_writes_charts() {
     );
     write_run(&a, true, 10_000);
     write_run(&b, false, 8_000);
-    let (stdout, stderr, code) = reth_hybrid(&[
+    let Out {
+        stdout,
+        stderr,
+        code,
+    } = reth_hybrid(&[
         "bench",
         "compare",
         a.to_str().expect("utf8"),
@@ -101,7 +96,11 @@ fn compare_prints_a_report_with_intervals_and_writes_charts() {
         assert!(stderr.contains("charts skipped"), "{stderr}");
     }
 
-    let (stdout, _, code) = reth_hybrid(&[
+    let Out {
+        stdout,
+        stderr: _,
+        code,
+    } = reth_hybrid(&[
         "bench",
         "compare",
         a.to_str().expect("utf8"),
@@ -124,7 +123,11 @@ fn compare_names_the_file_and_line_of_a_malformed_input() {
     let file = b.join("combined_latency.csv");
     let text = std::fs::read_to_string(&file).expect("read");
     std::fs::write(&file, text.replace("\n1050,36000000", "\n1050,lots")).expect("write");
-    let (_, stderr, code) = reth_hybrid(&[
+    let Out {
+        stdout: _,
+        stderr,
+        code,
+    } = reth_hybrid(&[
         "bench",
         "compare",
         a.to_str().expect("utf8"),
@@ -141,7 +144,11 @@ fn compare_names_the_file_and_line_of_a_malformed_input() {
 fn preflight_refuses_an_unmigrated_rocksdb_datadir() {
     let tmp = tempfile::tempdir().expect("tmp");
     let d = tmp.path().join("datadir");
-    let (_, stderr, code) = reth_hybrid(&[
+    let Out {
+        stdout: _,
+        stderr,
+        code,
+    } = reth_hybrid(&[
         "generate",
         "--datadir",
         d.to_str().expect("utf8"),
@@ -149,7 +156,11 @@ fn preflight_refuses_an_unmigrated_rocksdb_datadir() {
         "1",
     ]);
     assert_eq!(code, 0, "{stderr}");
-    let (_, stderr, code) = reth_hybrid(&[
+    let Out {
+        stdout: _,
+        stderr,
+        code,
+    } = reth_hybrid(&[
         "bench",
         "preflight",
         "--baseline-datadir",
@@ -230,7 +241,11 @@ fn run_refuses_the_working_folder_its_ancestors_home_and_root_touching_nothing()
     let tmp = tempfile::tempdir().expect("tmp");
     let root = tmp.path().canonicalize().expect("real");
     let (baseline, pristine) = (root.join("baseline"), root.join("pristine"));
-    let (_, stderr, code) = reth_hybrid(&[
+    let Out {
+        stdout: _,
+        stderr,
+        code,
+    } = reth_hybrid(&[
         "generate",
         "--datadir",
         baseline.to_str().expect("utf8"),

@@ -1,24 +1,10 @@
 //! The datadir commands as an operator runs them: the real binary on a generated datadir.
 
-use std::{path::Path, process::Command};
+use std::path::Path;
 
-struct Out {
-    stdout: String,
-    stderr: String,
-    code: i32,
-}
+mod common;
 
-fn reth_hybrid(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
-        .args(args)
-        .output()
-        .expect("run reth-hybrid");
-    Out {
-        stdout: String::from_utf8(out.stdout).expect("utf8"),
-        stderr: String::from_utf8(out.stderr).expect("utf8"),
-        code: out.status.code().unwrap_or(-1),
-    }
-}
+use common::{Out, reth_hybrid};
 
 fn json(out: &Out) -> serde_json::Value {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);

@@ -20,33 +20,17 @@ use std::{
     process::{Child, Command},
 };
 
-struct Out {
-    text: String,
-    code: i32,
-}
+mod common;
 
-fn reth_hybrid(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
-        .args(args)
-        .output()
-        .expect("run reth-hybrid");
-    Out {
-        text: format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        code: out.status.code().unwrap_or(-1),
-    }
-}
+use common::reth_hybrid;
 
 /// A generated datadir whose history tables were migrated to RocksDB (a hybrid datadir).
 fn hybrid_datadir(d: &Path) {
     let s = d.to_str().expect("utf8");
     let out = reth_hybrid(&["generate", "--datadir", s, "--scale", "1"]);
-    assert_eq!(out.code, 0, "{}", out.text);
+    assert_eq!(out.code, 0, "{}", out.text());
     let out = reth_hybrid(&["migrate", "--datadir", s]);
-    assert_eq!(out.code, 0, "{}", out.text);
+    assert_eq!(out.code, 0, "{}", out.text());
 }
 
 fn with_mdbx(d: &Path, f: impl FnOnce(&<MdbxEngine as RawEngine>::TxMut)) {
@@ -344,8 +328,8 @@ fn every_cli_refusal_changes_nothing() {
             let out = reth_hybrid(&args);
             let after = snapshot(&d);
             let ok = match expect {
-                Refuse(says) => out.code != 0 && out.text.contains(says),
-                Exit(code, says) => out.code == code && out.text.contains(says),
+                Refuse(says) => out.code != 0 && out.text().contains(says),
+                Exit(code, says) => out.code == code && out.text().contains(says),
                 Any => true,
             };
             if !ok {
@@ -358,7 +342,7 @@ fn every_cli_refusal_changes_nothing() {
                         Exit(code, says) => format!("exit {code} saying {says:?}"),
                         Any => unreachable!("any outcome passes"),
                     },
-                    out.text
+                    out.text()
                 ));
             }
             let changed = differences(&before, &after);

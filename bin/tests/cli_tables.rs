@@ -1,21 +1,14 @@
 //! `reth-hybrid tables` as a user runs it: the real binary, both output formats.
 
-use std::process::Command;
+mod common;
 
-fn reth_hybrid(args: &[&str]) -> (String, bool) {
-    let out = Command::new(env!("CARGO_BIN_EXE_reth-hybrid"))
-        .args(args)
-        .output()
-        .expect("run reth-hybrid");
-    (
-        String::from_utf8(out.stdout).expect("utf8"),
-        out.status.success(),
-    )
-}
+use common::reth_hybrid;
+use std::process::Command;
 
 #[test]
 fn tables_prints_every_table_with_its_engine() {
-    let (out, ok) = reth_hybrid(&["tables"]);
+    let run = reth_hybrid(&["tables"]);
+    let (out, ok) = (run.stdout, run.code == 0);
     assert!(ok);
     assert_eq!(
         out.lines()
@@ -50,7 +43,8 @@ fn tables_prints_every_table_with_its_engine() {
 
 #[test]
 fn tables_json_is_machine_readable() {
-    let (out, ok) = reth_hybrid(&["tables", "--json"]);
+    let run = reth_hybrid(&["tables", "--json"]);
+    let (out, ok) = (run.stdout, run.code == 0);
     assert!(ok);
     let rows: Vec<serde_json::Value> = serde_json::from_str(&out).expect("valid JSON");
     assert_eq!(rows.len(), 31);
