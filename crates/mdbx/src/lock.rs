@@ -183,6 +183,13 @@ impl StorageLock {
             between_open_and_flock();
             match try_flock(&file).map_err(io_err)? {
                 Flock::Held => {}
+                // A flock held on a file no longer at the path guards nothing (its holder
+                // released and removed it; a child forked meanwhile may still hold a copy of
+                // the descriptor until its exec): reopen.
+                Flock::Taken if !is_current(&file, &path).map_err(io_err)? => {
+                    attempts += 1;
+                    continue;
+                }
                 Flock::Taken => match Self::held_elsewhere(db_dir, &file) {
                     MdbxError::LockBusy { .. } if Instant::now() < busy_until => {
                         drop(file);
