@@ -16,6 +16,8 @@ pub mod metrics;
 pub mod preflight;
 pub mod recovery;
 mod router;
+#[cfg(feature = "test-suites")]
+pub mod suites;
 
 pub use error::HybridError;
 pub use layout::Layout;

@@ -2,14 +2,10 @@
 
 #![allow(dead_code)]
 
-use reth_hybrid_api::{
-    Tables,
-    raw::{RawCursor, RawEngine, RawTx, RawTxMut},
-};
 use reth_hybrid_hybrid::{HybridDb, HybridError, HybridOptions, Layout};
 use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
 use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
-use std::{collections::BTreeSet, path::Path};
+use std::path::Path;
 
 pub type Db = HybridDb<MdbxEngine, RocksEngine>;
 
@@ -39,37 +35,7 @@ pub fn open(dir: &Path, layout: Option<Layout>) -> Result<Db, HybridError> {
     HybridDb::open(mdbx, rocks, dir, HybridOptions { layout })
 }
 
-/// Commit `i` of the crash and recovery workloads: block `i` in MDBX (CanonicalHeaders), a tx hash
-/// in RocksDB (TransactionHashNumbers) whose value is `i`.
-pub fn write_commit<X: RawTxMut>(tx: &X, i: u64) {
-    tx.put(Tables::CanonicalHeaders, &i.to_be_bytes(), &[i as u8; 32])
-        .expect("mdbx row");
-    tx.put(Tables::TransactionHashNumbers, &hash(i), &i.to_le_bytes())
-        .expect("rocksdb row");
-}
-
-pub fn hash(i: u64) -> [u8; 32] {
-    let mut h = [0xabu8; 32];
-    h[..8].copy_from_slice(&i.to_be_bytes());
-    h
-}
-
-/// The commits visible in each engine: (MDBX blocks, RocksDB tx numbers).
-pub fn visible<E: RawEngine>(db: &E) -> (BTreeSet<u64>, BTreeSet<u64>) {
-    let tx = db.begin_ro().expect("ro");
-    let mut blocks = BTreeSet::new();
-    let mut c = tx.cursor(Tables::CanonicalHeaders).expect("cursor");
-    let mut next = c.first().expect("first");
-    while let Some((k, _)) = next {
-        blocks.insert(u64::from_be_bytes(k.try_into().expect("8-byte key")));
-        next = c.next().expect("next");
-    }
-    let mut txs = BTreeSet::new();
-    let mut c = tx.cursor(Tables::TransactionHashNumbers).expect("cursor");
-    let mut next = c.first().expect("first");
-    while let Some((_, v)) = next {
-        txs.insert(u64::from_le_bytes(v.try_into().expect("8-byte value")));
-        next = c.next().expect("next");
-    }
-    (blocks, txs)
-}
+/// The workload the crash and recovery tests share with the pair suite (each test binary uses
+/// some of it).
+#[allow(unused_imports)]
+pub use reth_hybrid_hybrid::suites::workload::{commit, hash, visible, write_commit};

@@ -11,12 +11,10 @@
 //! Size (CI): `RETH_HYBRID_STRESS_READERS` readers (default 4), each across
 //! `RETH_HYBRID_STRESS_SPAN` commits (default 50), started every 15 commits; a few seconds.
 
-mod common;
-
-use common::open;
+use super::Open;
 use reth_hybrid_api::{
     Tables,
-    raw::{RawCursor, RawEngine, RawTx, RawTxMut},
+    raw::{RawCursor, RawEngine, RawReplay, RawTx, RawTxMut},
 };
 use std::{
     collections::BTreeMap,
@@ -168,13 +166,15 @@ fn assert_rows_match(seen: &Model, expected: &Model, context: &str) {
     );
 }
 
-#[test]
-fn readers_see_one_commit_in_both_engines_across_many_commits() {
+/// Runs the stress workload (see the module's documentation).
+pub fn readers_see_one_commit_in_both_engines_across_many_commits<P: RawEngine, F: RawReplay>(
+    open: Open<P, F>,
+) {
     let readers = env_or("RETH_HYBRID_STRESS_READERS", 4);
     let span = env_or("RETH_HYBRID_STRESS_SPAN", 50);
     let stagger = 15;
     let dir = tempfile::tempdir().expect("tmp");
-    let db = Arc::new(open(dir.path(), None).expect("open"));
+    let db = Arc::new(open(dir.path()).expect("open"));
     let layout = db.layout();
     assert_eq!(
         layout.engine_of(Tables::CanonicalHeaders),

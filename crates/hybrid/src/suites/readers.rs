@@ -1,28 +1,38 @@
-//! Readers never wait for a commit. A commit is held at each I/O step of the protocol (the
-//! intent's write and fsync and right before MDBX's decision, with its RocksDB writes already
-//! published as pending; right after the decision; before RocksDB's apply) while a new read
-//! transaction opens: it must open without waiting, and see one whole
+//! Readers never wait for a commit and never see half of one. A commit is held at each I/O step
+//! of the protocol (the intent's write and fsync and right before MDBX's decision, with its
+//! RocksDB writes already published as pending; right after the decision; before RocksDB's
+//! apply) while a new read transaction opens: it must open without waiting, and see one whole
 //! commit in both engines: the previous one before the decision, the held one after it.
 
-mod common;
-
-use common::{Db, open, visible, write_commit};
-use reth_hybrid_api::raw::{RawEngine, RawTx};
-use reth_hybrid_hybrid::fault::{self, FaultPoint};
-use std::{sync::mpsc, thread, time::Duration};
+use super::{
+    Open,
+    workload::{commit, hash, visible},
+};
+use crate::fault::{self, FaultPoint};
+use reth_hybrid_api::{
+    Tables,
+    raw::{RawCursorMut, RawEngine, RawReplay, RawTx, RawTxMut},
+};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+        mpsc,
+    },
+    thread,
+    time::Duration,
+};
 
 /// Long enough that only a reader waiting for the held commit runs into it.
 const READER_DEADLINE: Duration = Duration::from_secs(20);
 
-fn commit(db: &Db, i: u64) -> Result<(), reth_hybrid_api::DatabaseError> {
-    let tx = db.begin_rw()?;
-    write_commit(&tx, i);
-    tx.commit()
-}
-
-fn reader_during_held_commit(point: FaultPoint, expect_last: u64) {
+fn reader_during_held_commit<P: RawEngine, F: RawReplay>(
+    open: Open<P, F>,
+    point: FaultPoint,
+    expect_last: u64,
+) {
     let dir = tempfile::tempdir().expect("tmp");
-    let db = open(dir.path(), None).expect("open");
+    let db = open(dir.path()).expect("open");
     commit(&db, 1).expect("commit 1");
     commit(&db, 2).expect("commit 2");
 
@@ -78,27 +88,31 @@ fn reader_during_held_commit(point: FaultPoint, expect_last: u64) {
     assert_eq!((blocks.len(), txs.len()), (3, 3), "{}", point.name());
 }
 
-#[test]
-fn a_reader_opens_while_a_commit_is_held_before_the_decision() {
-    reader_during_held_commit(FaultPoint::IntentWrite, 2);
-    reader_during_held_commit(FaultPoint::IntentFsync, 2);
-    // The commit's frozen RocksDB writes are published as pending, MDBX does not show the
-    // commit yet: the reader must get the previous commit's view, not the pending one.
-    reader_during_held_commit(FaultPoint::BeforeDecision, 2);
+/// Held before MDBX's decision: the reader opens at once and sees the previous commit, although
+/// the held commit's frozen RocksDB writes are already published as pending.
+pub fn a_reader_opens_while_a_commit_is_held_before_the_decision<P: RawEngine, F: RawReplay>(
+    open: Open<P, F>,
+) {
+    reader_during_held_commit(open, FaultPoint::IntentWrite, 2);
+    reader_during_held_commit(open, FaultPoint::IntentFsync, 2);
+    reader_during_held_commit(open, FaultPoint::BeforeDecision, 2);
 }
 
-#[test]
-fn a_reader_opens_while_a_commit_is_held_after_the_decision() {
-    // MDBX has decided commit 3 and RocksDB has not applied it: the reader gets the commit's
-    // frozen follower writes.
-    reader_during_held_commit(FaultPoint::PrimaryCommit, 3);
-    reader_during_held_commit(FaultPoint::FollowerApply, 3);
+/// Held after MDBX decided and before RocksDB applied: the reader gets the commit's frozen
+/// RocksDB writes.
+pub fn a_reader_opens_while_a_commit_is_held_after_the_decision<P: RawEngine, F: RawReplay>(
+    open: Open<P, F>,
+) {
+    reader_during_held_commit(open, FaultPoint::PrimaryCommit, 3);
+    reader_during_held_commit(open, FaultPoint::FollowerApply, 3);
 }
 
-#[test]
-fn readers_opened_during_a_held_commit_keep_their_snapshot_after_it() {
+/// A reader opened during a held commit keeps exactly that commit's view after later commits.
+pub fn readers_opened_during_a_held_commit_keep_their_snapshot<P: RawEngine, F: RawReplay>(
+    open: Open<P, F>,
+) {
     let dir = tempfile::tempdir().expect("tmp");
-    let db = open(dir.path(), None).expect("open");
+    let db = open(dir.path()).expect("open");
     commit(&db, 1).expect("commit 1");
     let stall = fault::arm_stall(dir.path(), FaultPoint::FollowerApply);
     let writer = {
@@ -129,8 +143,8 @@ fn readers_opened_during_a_held_commit_keep_their_snapshot_after_it() {
     let rows = |t| tx.entries(t).expect("entries");
     assert_eq!(
         (
-            rows(reth_hybrid_api::Tables::CanonicalHeaders),
-            rows(reth_hybrid_api::Tables::TransactionHashNumbers)
+            rows(Tables::CanonicalHeaders),
+            rows(Tables::TransactionHashNumbers)
         ),
         (2, 2),
         "a reader opened during commit 2 sees exactly commits 1 and 2, in both engines"
@@ -138,43 +152,11 @@ fn readers_opened_during_a_held_commit_keep_their_snapshot_after_it() {
     tx.abort();
 }
 
-/// Readers share this handle's RocksDB view, so a commit made through a second hybrid on the
-/// same engines must be refused, never paired with the stale view.
-#[test]
-fn a_commit_bypassing_the_handle_is_refused_not_misread() {
-    use reth_hybrid_hybrid::{HybridDb, HybridOptions};
-    let dir = tempfile::tempdir().expect("tmp");
-    let (mdbx, rocks) = common::engines(dir.path());
-    let first = HybridDb::open(
-        mdbx.clone(),
-        rocks.clone(),
-        dir.path(),
-        HybridOptions::default(),
-    )
-    .expect("first handle");
-    commit(&first, 1).expect("commit 1");
-    let second =
-        HybridDb::open(mdbx, rocks, dir.path(), HybridOptions::default()).expect("second handle");
-    commit(&second, 2).expect("commit 2 through the second handle");
-    let err = first
-        .begin_ro()
-        .expect_err("the first handle's RocksDB view is stale");
-    assert!(
-        err.to_string().contains("bypassed this handle"),
-        "the error names the cause: {err}"
-    );
-}
-
 /// A write into the RocksDB half from another thread's cursor, landing after the commit found
 /// that half clean, fails the commit (nothing is made) instead of being silently dropped.
-#[test]
-fn a_write_racing_a_clean_commit_fails_it_instead_of_being_lost() {
-    use reth_hybrid_api::{
-        Tables,
-        raw::{RawCursorMut, RawTxMut},
-    };
+pub fn a_write_racing_a_clean_commit_fails_it<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
     let dir = tempfile::tempdir().expect("tmp");
-    let db = open(dir.path(), None).expect("open");
+    let db = open(dir.path()).expect("open");
     commit(&db, 1).expect("commit 1");
     let stall = fault::arm_stall(dir.path(), FaultPoint::AfterCleanCheck);
     // The transaction lives on its own thread (MDBX ends a write transaction on the thread that
@@ -202,7 +184,7 @@ fn a_write_racing_a_clean_commit_fails_it_instead_of_being_lost() {
         );
     }
     cursor
-        .upsert(&common::hash(2), &2u64.to_le_bytes())
+        .upsert(&hash(2), &2u64.to_le_bytes())
         .expect("the write lands before the freeze");
     stall.release();
     let err = committing
@@ -223,4 +205,37 @@ fn a_write_racing_a_clean_commit_fails_it_instead_of_being_lost() {
         (vec![1], vec![1]),
         "nothing of the failed commit is visible, in either engine"
     );
+}
+
+/// Three reader threads open transactions in a loop while 150 commits are made: each counts the
+/// rows of one MDBX and one RocksDB table, which every commit grows together.
+pub fn readers_never_see_a_commit_in_one_engine_only<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = open(dir.path()).expect("open");
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (db, stop) = (db.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut checks = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let tx = db.begin_ro().expect("ro");
+                    let in_mdbx = tx.entries(Tables::CanonicalHeaders).expect("entries");
+                    let in_rocksdb = tx.entries(Tables::TransactionHashNumbers).expect("entries");
+                    assert_eq!(
+                        in_mdbx, in_rocksdb,
+                        "a reader saw one engine's commit without the other's"
+                    );
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+    for i in 1..=150u64 {
+        commit(&db, i).expect("commit");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let checks: u64 = readers.into_iter().map(|r| r.join().expect("reader")).sum();
+    assert!(checks > 0);
 }

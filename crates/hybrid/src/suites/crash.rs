@@ -1,16 +1,17 @@
-//! Crash tests: a child process (this test binary, re-run) performs hybrid commits and is killed
-//! with SIGKILL at every crash point of the protocol and of recovery, and at random times; the
-//! parent reopens (recovery runs) and checks that every commit is in both engines or in neither,
-//! and that no acknowledged commit was lost.
+//! SIGKILL crash tests: a child process (the test binary, re-run on its `crash_child` test)
+//! makes hybrid commits and is killed at every crash point of the protocol and of recovery, and
+//! at random times; the parent reopens (recovery runs) and checks that every commit is in both
+//! engines or in neither, and that no acknowledged commit was lost.
 //!
 //! `RETH_HYBRID_CRASH_ROUNDS` sets the rounds per crash point (default 30: 210 kills with the
 //! timer kills); the documented long run is `RETH_HYBRID_CRASH_ROUNDS=150` (1050 kills).
 
-mod common;
-
-use common::{open, visible, write_commit};
-use reth_hybrid_api::raw::{RawEngine, RawTx};
-use reth_hybrid_hybrid::crash::CrashPoint;
+use super::{
+    Open,
+    workload::{visible, write_commit},
+};
+use crate::crash::CrashPoint;
+use reth_hybrid_api::raw::{RawEngine, RawReplay, RawTx};
 use std::{
     fs::OpenOptions,
     io::Write,
@@ -22,6 +23,9 @@ use std::{
 
 const CHILD_DIR: &str = "RETH_HYBRID_CRASH_DIR";
 const CHILD_COMMITS: &str = "RETH_HYBRID_CRASH_COMMITS";
+const SIGKILL: i32 = 9;
+/// Written by a child once its datadir is open.
+const OPENED: &str = "opened";
 
 fn rounds() -> u64 {
     std::env::var("RETH_HYBRID_CRASH_ROUNDS")
@@ -31,10 +35,8 @@ fn rounds() -> u64 {
 }
 
 /// The child's workload: open (recovery runs), then commit `n` more rows, acknowledging each
-/// commit in `acks` (fsynced) only after `commit()` returned.
-#[test]
-#[ignore = "entry point of the crash tests' child process; run by them"]
-fn crash_child() {
+/// commit in `acks` (fsynced) only after `commit()` returned. Does nothing outside a crash test.
+pub fn child<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
     let Ok(dir) = std::env::var(CHILD_DIR) else {
         return;
     };
@@ -43,7 +45,10 @@ fn crash_child() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
-    let db = open(dir, None).expect("child opens the datadir");
+    let db = open(dir).expect("child opens the datadir");
+    // The timer kills start counting from here: opening (reth's MDBX twice, RocksDB) can take
+    // longer than the delay on a loaded machine, and a kill before any commit tests nothing.
+    std::fs::write(dir.join(OPENED), b"").expect("opened marker");
     let start = visible(&db).0.last().copied().unwrap_or(0);
     let mut acks = OpenOptions::new()
         .create(true)
@@ -66,7 +71,7 @@ fn crash_child() {
     }
 }
 
-fn child(dir: &Path, crash_at: Option<String>, commits: u64) -> std::process::Child {
+fn spawn_child(dir: &Path, crash_at: Option<String>, commits: u64) -> std::process::Child {
     let mut cmd = Command::new(std::env::current_exe().expect("test binary"));
     cmd.args(["--ignored", "--exact", "crash_child", "--test-threads=1"])
         .env(CHILD_DIR, dir)
@@ -92,8 +97,8 @@ fn last_ack(dir: &Path) -> u64 {
 }
 
 /// Reopens, recovers, and checks the all-or-nothing and no-lost-ack promises.
-fn verify(dir: &Path, context: &str) -> u64 {
-    let db = open(dir, None).unwrap_or_else(|e| panic!("{context}: reopen failed: {e}"));
+fn verify<P: RawEngine, F: RawReplay>(open: Open<P, F>, dir: &Path, context: &str) -> u64 {
+    let db = open(dir).unwrap_or_else(|e| panic!("{context}: reopen failed: {e}"));
     let (blocks, txs) = visible(&db);
     assert_eq!(
         blocks, txs,
@@ -110,25 +115,21 @@ fn verify(dir: &Path, context: &str) -> u64 {
         max >= acked,
         "{context}: acknowledged commit {acked} lost (max {max})"
     );
-    let tx = db.begin_ro().expect("ro");
-    tx.abort();
+    db.begin_ro().expect("ro").abort();
     max
 }
 
 fn expect_killed(status: std::process::ExitStatus, context: &str) {
     assert_eq!(
         status.signal(),
-        Some(libc_sigkill()),
+        Some(SIGKILL),
         "{context}: the child was not killed at its crash point ({status})"
     );
 }
 
-const fn libc_sigkill() -> i32 {
-    9
-}
-
-#[test]
-fn kills_at_every_crash_point_leave_no_torn_commit() {
+/// Kills at each crash point of the commit (on its 1st, 2nd or 3rd commit), and inside
+/// recovery's replay; every reopen must find whole commits and every acknowledged one.
+pub fn kills_at_every_crash_point<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
     let points = [
         CrashPoint::AfterIntentWrite,
         CrashPoint::AfterPrimaryCommit,
@@ -136,17 +137,18 @@ fn kills_at_every_crash_point_leave_no_torn_commit() {
         CrashPoint::AfterIntentClear,
     ];
     let mut kills = 0;
+    let mut committed = 0;
     for point in points {
         let dir = tempfile::tempdir().expect("tmp");
         for round in 0..rounds() {
             let hit = round % 3 + 1;
             let context = format!("{}:{hit} round {round}", point.name());
-            let status = child(dir.path(), Some(format!("{}:{hit}", point.name())), 3)
+            let status = spawn_child(dir.path(), Some(format!("{}:{hit}", point.name())), 3)
                 .wait()
                 .expect("wait");
             expect_killed(status, &context);
             kills += 1;
-            verify(dir.path(), &context);
+            committed = committed.max(verify(open, dir.path(), &context));
         }
     }
     // Kill recovery itself: leave MDBX ahead (crash after the decision), then crash while
@@ -155,26 +157,41 @@ fn kills_at_every_crash_point_leave_no_torn_commit() {
     for round in 0..rounds() {
         let context = format!("RecoveryAfterReplay round {round}");
         expect_killed(
-            child(dir.path(), Some("AfterPrimaryCommit:1".into()), 2)
+            spawn_child(dir.path(), Some("AfterPrimaryCommit:1".into()), 2)
                 .wait()
                 .expect("wait"),
             &context,
         );
         expect_killed(
-            child(dir.path(), Some("RecoveryAfterReplay:1".into()), 1)
+            spawn_child(dir.path(), Some("RecoveryAfterReplay:1".into()), 1)
                 .wait()
                 .expect("wait"),
             &context,
         );
         kills += 2;
-        verify(dir.path(), &context);
+        verify(open, dir.path(), &context);
     }
     assert!(kills >= 6 * rounds(), "ran {kills} kills");
+    assert!(
+        committed >= rounds(),
+        "the children made commits between their kills (at most {committed} in one datadir)"
+    );
     println!("{kills} deterministic kills, no torn commit, no lost acknowledgement");
 }
 
-#[test]
-fn kills_at_random_times_leave_no_torn_commit() {
+/// Waits for a child to have opened its datadir (or to have ended, which `verify` then judges).
+fn wait_until_opened(child: &mut std::process::Child, dir: &Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !dir.join(OPENED).exists() && std::time::Instant::now() < deadline {
+        if child.try_wait().expect("poll child").is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Kills a committing child after a random delay from its open, over and over in one datadir.
+pub fn kills_at_random_times<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
     let dir = tempfile::tempdir().expect("tmp");
     let mut x: u64 = 0x9e37;
     for round in 0..rounds() {
@@ -182,11 +199,14 @@ fn kills_at_random_times_leave_no_torn_commit() {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let delay = Duration::from_millis(30 + (x >> 33) % 250);
-        let mut c = child(dir.path(), None, 1000);
+        let _ = std::fs::remove_file(dir.path().join(OPENED));
+        let mut c = spawn_child(dir.path(), None, 1000);
+        wait_until_opened(&mut c, dir.path());
         std::thread::sleep(delay);
         let _ = c.kill();
         c.wait().expect("wait");
         verify(
+            open,
             dir.path(),
             &format!("timer kill round {round} after {delay:?}"),
         );
@@ -195,42 +215,4 @@ fn kills_at_random_times_leave_no_torn_commit() {
         last_ack(dir.path()) > 0,
         "the children committed something before being killed"
     );
-}
-
-#[test]
-fn readers_never_see_a_commit_in_one_engine_only() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let db = open(dir.path(), None).expect("open");
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let readers: Vec<_> = (0..3)
-        .map(|_| {
-            let (db, stop) = (db.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut checks = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let tx = db.begin_ro().expect("ro");
-                    let in_mdbx = tx
-                        .entries(reth_hybrid_api::Tables::CanonicalHeaders)
-                        .expect("entries");
-                    let in_rocksdb = tx
-                        .entries(reth_hybrid_api::Tables::TransactionHashNumbers)
-                        .expect("entries");
-                    assert_eq!(
-                        in_mdbx, in_rocksdb,
-                        "a reader saw one engine's commit without the other's"
-                    );
-                    checks += 1;
-                }
-                checks
-            })
-        })
-        .collect();
-    for i in 1..=150u64 {
-        let tx = db.begin_rw().expect("rw");
-        write_commit(&tx, i);
-        tx.commit().expect("commit");
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let checks: u64 = readers.into_iter().map(|r| r.join().expect("reader")).sum();
-    assert!(checks > 0);
 }
