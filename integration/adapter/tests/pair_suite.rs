@@ -1,0 +1,19 @@
+//! The hybrid's crash and concurrency suite (`reth_hybrid_hybrid::suites`) on the pair the node
+//! runs: reth v2.5.1's MDBX (opened by reth's `init_db`, as `open_hybrid` does for the node) and
+//! our RocksDB. The same suite runs on our own pair in `crates/hybrid/tests/pair_suite.rs`:
+//! SIGKILL at every crash point and at random times, readers opening while a commit is held at
+//! each I/O step, a write racing a clean commit, readers across many commits.
+
+use reth_db::mdbx::DatabaseArguments;
+use reth_db_api::models::ClientVersion;
+use reth_hybrid_adapter::{RethMdbx, open_hybrid};
+use reth_hybrid_hybrid::{HybridDb, suites::OpenError};
+use reth_hybrid_rocksdb::RocksEngine;
+use std::path::Path;
+
+fn open(dir: &Path) -> Result<HybridDb<RethMdbx, RocksEngine>, OpenError> {
+    let db = open_hybrid(dir, DatabaseArguments::new(ClientVersion::default()))?;
+    Ok(db.engine().clone())
+}
+
+reth_hybrid_hybrid::pair_suite!(open);
