@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/reth-hybrid/target
 CARGO ?= cargo
 
-.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration integration
+.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration integration e2e
 
 # Installs what the build needs (libclang as bindgen looks for it, C/C++ compilers, chart font)
 # and says what it found: scripts/deps.
@@ -55,3 +55,9 @@ bench-migration: deps
 # sources are not reachable. docs/reth-integration.md.
 integration: deps
 	scripts/integration-build
+
+# The end-to-end check: reth-hybrid-node on --dev under a transaction load, SIGKILLed mid-commit,
+# restarted, compared by RPC with a stock-MDBX node fed the same chain, then verified; prints a
+# summary. Builds what `make integration` builds (without its tests). docs/reth-integration.md.
+e2e: deps
+	scripts/e2e
