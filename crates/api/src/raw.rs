@@ -198,6 +198,13 @@ pub trait RawReplay: RawEngine<Tx: Clone> {
     /// the same state (they are absolute puts and deletes).
     fn apply_exported(&self, writes: &[u8]) -> RawResult<()>;
 
+    /// Removes whatever exported writes left on disk (an engine may export large commits as
+    /// files the payload names). Called once no intent can name them: after a commit's intent
+    /// is cleared, and after recovery.
+    fn discard_exports(&self) -> RawResult<()> {
+        Ok(())
+    }
+
     /// Ends `tx` without committing it and returns a read transaction that sees exactly what
     /// committing it would leave: its snapshot with its writes on top. It no longer holds the
     /// engine's writer lock, and every later write through `tx`'s cursors is refused (a write

@@ -176,8 +176,16 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         let started = Instant::now();
         // The commit is durable in both engines; a failed clear only leaves a stale intent,
         // which the next commit overwrites or recovery recognises and clears.
-        if let Err(e) = db.intent.clear() {
-            tracing::warn!(seq, error = %e, "could not clear the intent log after a complete commit");
+        match db.intent.clear() {
+            // No intent names the commit's exported files any more (a spilled commit's SSTs).
+            Ok(()) => {
+                if let Err(e) = db.follower.discard_exports() {
+                    tracing::warn!(seq, error = %e, "could not remove a commit's exported files; the next commit or open retries");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(seq, error = %e, "could not clear the intent log after a complete commit");
+            }
         }
         metrics::phase(Phase::ClearIntent, started.elapsed());
         crash_point!(AfterIntentClear);

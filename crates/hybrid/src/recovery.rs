@@ -173,6 +173,11 @@ pub fn recover<P: RawEngine, F: RawReplay>(
             RecoveryAction::Replayed { seq }
         }
     };
+    // The intent is resolved: files a commit exported for it (or a commit interrupted before
+    // its intent was written) are needed by nothing.
+    if let Err(e) = follower.discard_exports() {
+        tracing::warn!(error = %e, "could not remove exported commit files left by an interrupted run");
+    }
     Ok(Recovered {
         seq,
         follower_seq,

@@ -27,6 +27,9 @@ pub(crate) struct EngineInner {
     pub(crate) path: PathBuf,
     pub(crate) writer: Arc<Mutex<()>>,
     pub(crate) sync_writes: bool,
+    /// A write transaction's in-memory budget (`RocksOptions::spill_bytes`).
+    pub(crate) spill_bytes: usize,
+    pub(crate) read_only: bool,
     pub(crate) cache: Cache,
     /// A read-only open's info log, kept outside the datadir; removed after `db` closes (fields
     /// drop in order).
@@ -111,6 +114,13 @@ impl RocksEngine {
                 });
             }
         }
+        if !options.read_only {
+            // Only this process writes now: spill stores under `spill/` are a killed one's.
+            let removed = crate::spill::remove_scratch_stores(path)?;
+            if removed > 0 {
+                tracing::info!(removed, path = %path.display(), "removed spill stores of an interrupted process");
+            }
+        }
         Ok(Self {
             inner: Arc::new(EngineInner {
                 db,
@@ -118,6 +128,8 @@ impl RocksEngine {
                 path: path.to_path_buf(),
                 writer: Arc::new(Mutex::new(())),
                 sync_writes: options.sync_writes,
+                spill_bytes: options.spill_bytes,
+                read_only: options.read_only,
                 cache,
                 _log_dir: log_dir,
             }),
@@ -153,11 +165,22 @@ impl RawReplay for RocksEngine {
     }
 
     fn export_writes(tx: &RocksTx) -> RawResult<Vec<u8>> {
-        Ok(tx.to_write_batch()?.data().to_vec())
+        tx.export()
     }
 
     fn apply_exported(&self, writes: &[u8]) -> RawResult<()> {
-        crate::tx::write_batch(&self.inner, rocksdb::WriteBatch::from_data(writes))
+        match crate::export::decode(writes)? {
+            Some(files) => crate::export::apply(&self.inner, &files),
+            None => crate::tx::write_batch(&self.inner, rocksdb::WriteBatch::from_data(writes)),
+        }
+    }
+
+    fn discard_exports(&self) -> RawResult<()> {
+        if self.inner.read_only {
+            return Ok(());
+        }
+        crate::spill::remove_leftovers(&self.inner.path, crate::spill::EXPORT_PREFIX)?;
+        Ok(())
     }
 
     fn freeze(tx: RocksTxMut) -> RocksTx {

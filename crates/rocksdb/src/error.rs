@@ -36,6 +36,18 @@ pub enum RocksError {
         len: usize,
         expected: usize,
     },
+    #[error(
+        "the commit in flight was written to {path} ({expected_bytes} bytes), which now has \
+         {found}; those files belong to the intent log and must stay until it is resolved: \
+         restore them from a backup of the datadir"
+    )]
+    ExportedFileMissing {
+        path: PathBuf,
+        expected_bytes: u64,
+        found: String,
+    },
+    #[error("the intent names spilled commit files, but its manifest is damaged: {what}")]
+    BadManifest { what: String },
     #[error("dupsort table {table} needs {expected}-byte keys; got {len} bytes")]
     WrongDupKeyLength {
         table: Tables,

@@ -7,7 +7,9 @@
 mod bulk;
 mod env;
 mod error;
+mod export;
 mod options;
+mod spill;
 mod tx;
 mod view;
 
@@ -16,5 +18,5 @@ pub use bulk::{
 };
 pub use env::{HYBRID_ROCKSDB_DIR, RocksEngine};
 pub use error::RocksError;
-pub use options::RocksOptions;
+pub use options::{RocksOptions, SPILL_BYTES_ENV};
 pub use tx::{RocksCursor, RocksStore, RocksTx, RocksTxMut};

@@ -14,15 +14,31 @@ pub struct RocksOptions {
     pub create_if_missing: bool,
     /// Open read-only: writes fail, nothing on disk changes (no lock taken, no WAL replayed).
     pub read_only: bool,
+    /// Bytes of uncommitted writes a write transaction keeps in memory before it moves them to
+    /// disk (`spill.rs`); reth's pipeline writes millions of rows in one transaction. The
+    /// environment variable `RETH_HYBRID_ROCKSDB_SPILL_BYTES` overrides the default.
+    pub spill_bytes: usize,
 }
+
+/// Environment variable overriding [`RocksOptions::spill_bytes`]'s default (tests and the
+/// end-to-end check set it small to make every large commit spill).
+pub const SPILL_BYTES_ENV: &str = "RETH_HYBRID_ROCKSDB_SPILL_BYTES";
+
+/// 128 MiB counted (about 180 MiB of heap): room for ~800k tx-hash rows between spills.
+const DEFAULT_SPILL_BYTES: usize = 128 << 20;
 
 impl Default for RocksOptions {
     fn default() -> Self {
+        let spill_bytes = std::env::var(SPILL_BYTES_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_SPILL_BYTES);
         Self {
             block_cache_bytes: 512 << 20,
             sync_writes: true,
             create_if_missing: true,
             read_only: false,
+            spill_bytes,
         }
     }
 }

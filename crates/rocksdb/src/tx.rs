@@ -7,7 +7,8 @@
 use crate::{
     env::EngineInner,
     error::RocksError,
-    view::{BaseLast, IterCache, Merged, OwnedSnapshot, RocksRow, TableOverlay, snapshot_keys},
+    export,
+    view::{BaseLast, IterCache, Merged, Overlay, OwnedSnapshot, RocksRow, snapshot_keys},
 };
 use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
 use reth_hybrid_api::{
@@ -25,9 +26,9 @@ pub(crate) struct TxInner {
     snap: OwnedSnapshot,
     /// Per table (`Tables as usize`): the snapshot's last row, read at most once.
     base_last: Vec<BaseLast>,
-    /// Uncommitted writes per table (`Tables as usize`); `None` for read-only transactions. A
-    /// lock, not a cell, because a frozen transaction is read by many threads at once.
-    overlay: Option<RwLock<Vec<TableOverlay>>>,
+    /// Uncommitted writes; `None` for read-only transactions. A lock, not a cell, because a
+    /// frozen transaction is read by many threads at once.
+    overlay: Option<RwLock<Overlay>>,
     /// Set once by `freeze`: the overlay is final and every write is refused.
     frozen: AtomicBool,
     /// Held for the life of a write transaction; released by `freeze`.
@@ -73,7 +74,7 @@ impl RocksTx {
 
 impl RocksTxMut {
     pub(crate) fn begin(engine: Arc<EngineInner>, writer: ArcMutexGuard<RawMutex, ()>) -> Self {
-        let overlay = vec![TableOverlay::default(); Tables::COUNT];
+        let overlay = Overlay::new();
         Self {
             inner: Arc::new(TxInner {
                 snap: OwnedSnapshot::new(engine),
@@ -103,9 +104,10 @@ impl RocksTxMut {
         RocksTx { inner: self.inner }
     }
 
-    /// The write batch this transaction would commit.
-    pub fn to_write_batch(&self) -> RawResult<WriteBatch> {
-        self.inner.to_write_batch()
+    /// Whether this transaction moved writes to disk (past the engine's spill budget), so its
+    /// commit is made of SST files rather than a write batch.
+    pub fn has_spilled(&self) -> bool {
+        self.inner.has_spilled()
     }
 }
 
@@ -115,28 +117,71 @@ impl RocksTx {
         self.inner.is_dirty()
     }
 
-    /// The writes a frozen write transaction holds, as a batch (empty for a snapshot).
-    pub fn to_write_batch(&self) -> RawResult<WriteBatch> {
-        self.inner.to_write_batch()
+    /// The writes a frozen write transaction holds, as `RawReplay` carries them: a write batch,
+    /// or once it spilled, the manifest of SST files written under `<db>/spill/commit-*`.
+    pub fn export(&self) -> RawResult<Vec<u8>> {
+        self.inner.export()
     }
 }
 
 impl TxInner {
     fn is_dirty(&self) -> bool {
-        self.overlay
-            .as_ref()
-            .is_some_and(|o| o.read().iter().any(|t| t.cleared || !t.writes.is_empty()))
+        self.overlay.as_ref().is_some_and(|o| o.read().is_dirty())
     }
 
-    fn to_write_batch(&self) -> RawResult<WriteBatch> {
-        let mut batch = WriteBatch::default();
+    fn has_spilled(&self) -> bool {
+        self.overlay
+            .as_ref()
+            .is_some_and(|o| o.read().has_spilled())
+    }
+
+    fn export(&self) -> RawResult<Vec<u8>> {
         let Some(overlay) = &self.overlay else {
-            return Ok(batch);
+            return Ok(WriteBatch::default().data().to_vec());
         };
         let overlay = overlay.read();
+        if overlay.has_spilled() {
+            self.export_files(&overlay)
+        } else {
+            Ok(self.write_batch(&overlay)?.data().to_vec())
+        }
+    }
+
+    /// The commit as one SST file per changed table (`Metadata`, holding the commit's
+    /// sequence, last), streamed from the merged writes: memory stays at the overlay's.
+    fn export_files(&self, overlay: &Overlay) -> RawResult<Vec<u8>> {
+        let mut tables: Vec<Tables> = Tables::ALL
+            .into_iter()
+            .filter(|t| *t != Tables::Metadata)
+            .collect();
+        tables.push(Tables::Metadata);
+        let engine = self.snap.engine();
+        let mut export = export::Export::begin(&engine.path)?;
+        for table in tables {
+            let o = &overlay.tables[table as usize];
+            if !(o.cleared || o.spilled || !o.writes.is_empty()) {
+                continue;
+            }
+            let view = Merged {
+                snap: &self.snap,
+                overlay: Some(o),
+                spill: overlay.spill.as_ref().filter(|_| o.spilled),
+                table,
+                cache: None,
+                base_last: &self.base_last[table as usize],
+            };
+            export.table(engine, table, |sink| {
+                view.for_each_change(|k, v| sink.add(k, v))
+            })?;
+        }
+        export.finish()
+    }
+
+    fn write_batch(&self, overlay: &Overlay) -> RawResult<WriteBatch> {
+        let mut batch = WriteBatch::default();
         let engine = self.snap.engine();
         for table in Tables::ALL {
-            let o = &overlay[table as usize];
+            let o = &overlay.tables[table as usize];
             let cf = engine.cf(table);
             if o.cleared {
                 snapshot_keys(&self.snap, table, |k| {
@@ -224,15 +269,18 @@ impl RocksStore {
             None => f(&Merged {
                 snap: &self.tx.snap,
                 overlay: None,
+                spill: None,
                 table: self.table,
                 cache,
                 base_last,
             }),
             Some(o) => {
                 let guard = o.read();
+                let table = &guard.tables[self.table as usize];
                 f(&Merged {
                     snap: &self.tx.snap,
-                    overlay: Some(&guard[self.table as usize]),
+                    overlay: Some(table),
+                    spill: guard.spill.as_ref().filter(|_| table.spilled),
                     table: self.table,
                     cache,
                     base_last,
@@ -241,7 +289,9 @@ impl RocksStore {
         }
     }
 
-    fn write(&self, f: impl FnOnce(&mut TableOverlay)) -> RawResult<()> {
+    /// Applies a write to the overlay under its lock; `f` returns the bytes it added. Past the
+    /// engine's spill budget, the in-memory writes move to the spill store.
+    fn write(&self, f: impl FnOnce(&mut Overlay) -> RawResult<usize>) -> RawResult<()> {
         // A frozen overlay is shared by readers: refuse before taking its write lock (and again
         // under it, for a write racing the freeze).
         let frozen = self.tx.frozen.load(Ordering::Acquire);
@@ -254,7 +304,11 @@ impl RocksStore {
         match guard.as_deref_mut() {
             // Checked under the overlay's lock, which `freeze` takes to set the flag.
             Some(overlay) if !self.tx.frozen.load(Ordering::Acquire) => {
-                f(&mut overlay[self.table as usize]);
+                overlay.bytes += f(overlay)?;
+                let engine = self.tx.snap.engine();
+                if overlay.bytes > engine.spill_bytes {
+                    overlay.spill(&engine.path)?;
+                }
                 Ok(())
             }
             _ => Err(DatabaseError::Write(Box::new(
@@ -361,13 +415,12 @@ impl PairStore for RocksStore {
 
     fn insert(&self, key: &[u8], value: &[u8]) -> RawResult<()> {
         self.check_dup_key(key)?;
+        let table = self.table as usize;
         match self.dup_len() {
-            Some(_) => self.write(|o| {
-                o.writes.insert([key, value].concat(), Some(Vec::new()));
-            }),
-            None => self.write(|o| {
-                o.writes.insert(key.to_vec(), Some(value.to_vec()));
-            }),
+            Some(_) => {
+                self.write(|o| Ok(o.tables[table].record([key, value].concat(), Some(Vec::new()))))
+            }
+            None => self.write(|o| Ok(o.tables[table].record(key.to_vec(), Some(value.to_vec())))),
         }
     }
 
@@ -380,9 +433,8 @@ impl PairStore for RocksStore {
         } else {
             key.to_vec()
         };
-        self.write(|o| {
-            o.writes.insert(rocks_key, None);
-        })?;
+        let table = self.table as usize;
+        self.write(|o| Ok(o.tables[table].record(rocks_key, None)))?;
         Ok(true)
     }
 
@@ -397,11 +449,14 @@ impl PairStore for RocksStore {
             return Ok(false);
         }
         let dup = self.dup_len().is_some();
+        let table = self.table as usize;
         self.write(|o| {
+            let mut bytes = 0;
             for (k, v) in pairs {
                 let rocks_key = if dup { [k, v].concat() } else { k };
-                o.writes.insert(rocks_key, None);
+                bytes += o.tables[table].record(rocks_key, None);
             }
+            Ok(bytes)
         })?;
         Ok(true)
     }
@@ -413,9 +468,18 @@ impl PairStore for RocksStore {
     }
 
     fn clear(&self) -> RawResult<()> {
+        let table = self.table;
         self.write(|o| {
-            o.cleared = true;
-            o.writes.clear();
+            // ORDER: the spilled writes go first; if that fails, nothing changed.
+            if let Some(spill) = &o.spill {
+                spill.clear_table(table)?;
+            }
+            let t = &mut o.tables[table as usize];
+            t.cleared = true;
+            t.spilled = false;
+            t.spill_last = None;
+            t.writes.clear();
+            Ok(0)
         })
     }
 }
@@ -465,8 +529,20 @@ impl RocksTx {
 
 impl RocksTxMut {
     fn finish(self) -> RawResult<()> {
-        let batch = self.to_write_batch()?;
-        write_batch(self.inner.snap.engine(), batch)
+        let engine = self.inner.snap.engine();
+        let Some(overlay) = &self.inner.overlay else {
+            return Ok(());
+        };
+        let overlay = overlay.read();
+        if overlay.has_spilled() {
+            let manifest = self.inner.export_files(&overlay)?;
+            let files = export::decode(&manifest)?.expect("export_files writes a manifest");
+            let applied = export::apply(engine, &files);
+            export::remove(&engine.path, &files);
+            applied
+        } else {
+            write_batch(engine, self.inner.write_batch(&overlay)?)
+        }
     }
 }
 

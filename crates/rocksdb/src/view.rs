@@ -1,7 +1,11 @@
 //! A transaction's view of one column family: the RocksDB snapshot it began on, overlaid with
 //! its own uncommitted writes (read-your-writes without RocksDB transactions).
 
-use crate::{env::EngineInner, error::read_err};
+use crate::{
+    env::EngineInner,
+    error::read_err,
+    spill::{SpillStore, decode_entry},
+};
 use reth_hybrid_api::{Tables, raw::RawResult};
 use rocksdb::{DB, ReadOptions, SnapshotWithThreadMode};
 use std::{collections::BTreeMap, ops::Bound, sync::Arc};
@@ -52,7 +56,81 @@ impl OwnedSnapshot {
 pub(crate) struct TableOverlay {
     /// `clear` was called: nothing of the snapshot is visible any more.
     pub(crate) cleared: bool,
+    /// Some writes were moved to the transaction's spill store (older than `writes`).
+    pub(crate) spilled: bool,
+    /// The spill store's last entry of this table (a tombstone is `None`), so appends, which
+    /// ask for the last row at every call, need no merge.
+    pub(crate) spill_last: Option<(Vec<u8>, Option<Vec<u8>>)>,
     pub(crate) writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+/// Heap bytes a write is counted for: its key and value plus the map's and vectors' overhead
+/// (measured ~150 bytes per 32-byte-key row on glibc; counted generously).
+const WRITE_OVERHEAD: usize = 128;
+
+impl TableOverlay {
+    /// Records a write; returns the bytes it is counted for towards the spill budget.
+    pub(crate) fn record(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) -> usize {
+        let bytes = key.len() + value.as_ref().map_or(0, Vec::len) + WRITE_OVERHEAD;
+        self.writes.insert(key, value);
+        bytes
+    }
+}
+
+/// A write transaction's uncommitted writes: per table (`Tables as usize`), what is in memory,
+/// and the spill store holding what no longer fits.
+#[derive(Default)]
+pub(crate) struct Overlay {
+    pub(crate) tables: Vec<TableOverlay>,
+    /// Bytes counted for the in-memory writes since the last spill.
+    pub(crate) bytes: usize,
+    pub(crate) spill: Option<SpillStore>,
+}
+
+impl Overlay {
+    pub(crate) fn new() -> Self {
+        Self {
+            tables: vec![TableOverlay::default(); Tables::COUNT],
+            bytes: 0,
+            spill: None,
+        }
+    }
+
+    pub(crate) fn is_dirty(&self) -> bool {
+        self.tables
+            .iter()
+            .any(|t| t.cleared || t.spilled || !t.writes.is_empty())
+    }
+
+    pub(crate) fn has_spilled(&self) -> bool {
+        self.tables.iter().any(|t| t.spilled)
+    }
+
+    /// Moves every in-memory write into the spill store (created at the first spill). Table by
+    /// table: a failure leaves each table's writes either in memory or in the store, never lost.
+    pub(crate) fn spill(&mut self, engine_path: &std::path::Path) -> RawResult<()> {
+        if self.spill.is_none() {
+            self.spill = Some(SpillStore::create(engine_path)?);
+        }
+        let store = self.spill.as_mut().expect("created above");
+        for table in Tables::ALL {
+            let t = &mut self.tables[table as usize];
+            if t.writes.is_empty() {
+                continue;
+            }
+            store.write_run(table, &t.writes)?;
+            let writes = std::mem::take(&mut t.writes);
+            // A newer run's entry replaces an older one's at the same key.
+            if let Some((k, v)) = writes.into_iter().next_back()
+                && t.spill_last.as_ref().is_none_or(|(last, _)| k >= *last)
+            {
+                t.spill_last = Some((k, v));
+            }
+            t.spilled = true;
+        }
+        self.bytes = 0;
+        Ok(())
+    }
 }
 
 /// Rows as RocksDB stores them: `(rocks key, rocks value)`.
@@ -69,6 +147,8 @@ fn base_row(it: &rocksdb::DBRawIteratorWithThreadMode<'_, DB>) -> Option<RocksRo
 pub(crate) struct Merged<'a> {
     pub(crate) snap: &'a OwnedSnapshot,
     pub(crate) overlay: Option<&'a TableOverlay>,
+    /// The transaction's spill store, when this table has spilled writes.
+    pub(crate) spill: Option<&'a SpillStore>,
     pub(crate) table: Tables,
     /// The cursor's iterator cache, if the caller is a cursor.
     pub(crate) cache: Option<&'a IterCache>,
@@ -133,13 +213,123 @@ fn is_successor(key: &[u8], next: &[u8]) -> bool {
     next.len() == key.len() + 1 && next.starts_with(key) && next[key.len()] == 0
 }
 
-impl Merged<'_> {
+/// A transaction's own writes to one table, walked in one direction: the in-memory writes over
+/// the spilled ones (the in-memory entry wins where both hold a key). Entries are
+/// `(rocks key, Some(value))` or `(rocks key, None)` for a tombstone.
+struct Upper<'a> {
+    mem: MemWrites<'a>,
+    mem_cur: Option<MemWrite<'a>>,
+    spill: Option<rocksdb::DBRawIteratorWithThreadMode<'a, DB>>,
+    forward: bool,
+    table: Tables,
+}
+
+/// One in-memory write: a RocksDB key and its value (`None`: a tombstone).
+type MemWrite<'a> = (&'a Vec<u8>, &'a Option<Vec<u8>>);
+/// The in-memory writes in one direction from a bound.
+type MemWrites<'a> = Box<dyn Iterator<Item = MemWrite<'a>> + 'a>;
+
+static NO_WRITES: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+
+impl<'a> Upper<'a> {
+    /// Whether `a` comes before `b` in the walk's direction.
+    fn before(&self, a: &[u8], b: &[u8]) -> bool {
+        if self.forward { a < b } else { a > b }
+    }
+
+    fn check_spill(&self) -> RawResult<()> {
+        match &self.spill {
+            Some(it) => it
+                .status()
+                .map_err(|e| read_err("spill read", self.table, e)),
+            None => Ok(()),
+        }
+    }
+
+    fn peek(&self) -> Option<(&[u8], Option<&[u8]>)> {
+        let mem = self.mem_cur.map(|(k, v)| (k.as_slice(), v.as_deref()));
+        let spilled = self
+            .spill
+            .as_ref()
+            .and_then(|it| Some((it.key()?, decode_entry(it.value()?))));
+        match (mem, spilled) {
+            (Some(m), Some(s)) if self.before(s.0, m.0) => Some(s),
+            (Some(m), _) => Some(m),
+            (None, s) => s,
+        }
+    }
+
+    /// Steps past the entry `peek` shows (in both layers, when both hold its key).
+    fn advance(&mut self) -> RawResult<()> {
+        let mem_key = self.mem_cur.map(|(k, _)| k.as_slice());
+        let spill_key = self.spill.as_ref().and_then(|it| it.key());
+        let (step_mem, step_spill) = match (mem_key, spill_key) {
+            (Some(m), Some(s)) if m == s => (true, true),
+            (Some(m), Some(s)) => (self.before(m, s), !self.before(m, s)),
+            (m, s) => (m.is_some(), s.is_some()),
+        };
+        if step_mem {
+            self.mem_cur = self.mem.next();
+        }
+        if step_spill && let Some(it) = self.spill.as_mut() {
+            if self.forward { it.next() } else { it.prev() }
+        }
+        self.check_spill()
+    }
+}
+
+impl<'a> Merged<'a> {
     fn base_visible(&self) -> bool {
         !self.overlay.is_some_and(|o| o.cleared)
     }
 
     fn check(&self, it: &rocksdb::DBRawIteratorWithThreadMode<'_, DB>) -> RawResult<()> {
         it.status().map_err(|e| read_err("iterator", self.table, e))
+    }
+
+    /// The transaction's writes from `target` on (`None`: from the first), forward; or before
+    /// `target` (`None`: from the last), backward.
+    fn upper(&self, target: Option<&[u8]>, forward: bool) -> RawResult<Upper<'a>> {
+        let writes: &'a BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+            self.overlay.map_or(&NO_WRITES, |o| &o.writes);
+        let mut mem: MemWrites<'a> = match (forward, target) {
+            (true, None) => Box::new(writes.iter()),
+            (true, Some(t)) => {
+                Box::new(writes.range::<[u8], _>((Bound::Included(t), Bound::Unbounded)))
+            }
+            (false, None) => Box::new(writes.iter().rev()),
+            (false, Some(t)) => Box::new(
+                writes
+                    .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(t)))
+                    .rev(),
+            ),
+        };
+        let spill = self
+            .spill
+            .and_then(|store| store.iter(self.table))
+            .map(|mut it| {
+                match (forward, target) {
+                    (true, None) => it.seek_to_first(),
+                    (true, Some(t)) => it.seek(t),
+                    (false, None) => it.seek_to_last(),
+                    (false, Some(t)) => {
+                        it.seek_for_prev(t);
+                        if it.valid() && it.key() == Some(t) {
+                            it.prev();
+                        }
+                    }
+                }
+                it
+            });
+        let upper = Upper {
+            mem_cur: mem.next(),
+            mem,
+            spill,
+            forward,
+            table: self.table,
+        };
+        upper.check_spill()?;
+        Ok(upper)
     }
 
     /// The snapshot iterator for this call: the cursor's cached one if it has one (so a step
@@ -159,8 +349,9 @@ impl Merged<'_> {
         }
     }
 
-    /// The last visible row from the cached snapshot last row and the overlay's last write,
-    /// when that decides it; `None` when a tombstone at the top needs the full merge.
+    /// The last visible row from the cached snapshot last row and the transaction's last write
+    /// (in memory or spilled), when that decides it; `None` when a tombstone at the top needs
+    /// the full merge.
     fn last_fast(&self) -> RawResult<Option<Option<RocksRow>>> {
         let base = if self.base_visible() {
             if let Some(b) = self.base_last.get() {
@@ -176,7 +367,16 @@ impl Merged<'_> {
         } else {
             None
         };
-        let top = self.overlay.and_then(|o| o.writes.last_key_value());
+        let in_memory = self.overlay.and_then(|o| o.writes.last_key_value());
+        let spilled = self
+            .spill
+            .and(self.overlay)
+            .and_then(|o| o.spill_last.as_ref().map(|(k, v)| (k, v)));
+        let top = match (in_memory, spilled) {
+            (Some(m), Some(s)) if s.0 > m.0 => Some(s),
+            (Some(m), _) => Some(m),
+            (None, s) => s,
+        };
         Ok(match (base, top) {
             (base, None) => Some(base),
             (Some(b), Some((k, _))) if b.0 > *k => Some(Some(b)),
@@ -198,24 +398,20 @@ impl Merged<'_> {
             position_ge(it, target);
             self.check(it)?;
         }
-        let empty = BTreeMap::new();
-        let writes = self.overlay.map_or(&empty, |o| &o.writes);
-        let mut ov = writes
-            .range::<[u8], _>((Bound::Included(target), Bound::Unbounded))
-            .peekable();
+        let mut upper = self.upper(Some(target), true)?;
         loop {
             let base = it.as_ref().and_then(base_row);
-            match (base, ov.peek()) {
+            match (base, upper.peek()) {
                 (None, None) => return Ok(None),
-                (Some(b), Some((ok, _))) if b.0 < **ok => return Ok(Some(b)),
+                (Some(b), Some((k, _))) if b.0.as_slice() < k => return Ok(Some(b)),
                 (Some(b), None) => return Ok(Some(b)),
-                (b, Some((ok, ov_val))) => {
-                    let same = b.as_ref().is_some_and(|b| b.0 == **ok);
-                    if let Some(v) = ov_val {
-                        return Ok(Some(((*ok).clone(), v.clone())));
+                (b, Some((k, value))) => {
+                    if let Some(v) = value {
+                        return Ok(Some((k.to_vec(), v.to_vec())));
                     }
                     // A tombstone: skip it, and the base row it hides.
-                    ov.next();
+                    let same = b.as_ref().is_some_and(|b| b.0 == k);
+                    upper.advance()?;
                     if same && let Some(it) = it.as_mut() {
                         it.next();
                         self.check(it)?;
@@ -247,25 +443,19 @@ impl Merged<'_> {
             position_lt(it, target);
             self.check(it)?;
         }
-        let empty = BTreeMap::new();
-        let writes = self.overlay.map_or(&empty, |o| &o.writes);
-        let upper = target.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut ov = writes
-            .range::<[u8], _>((Bound::Unbounded, upper))
-            .rev()
-            .peekable();
+        let mut upper = self.upper(target, false)?;
         loop {
             let base = it.as_ref().and_then(base_row);
-            match (base, ov.peek()) {
+            match (base, upper.peek()) {
                 (None, None) => return Ok(None),
-                (Some(b), Some((ok, _))) if b.0 > **ok => return Ok(Some(b)),
+                (Some(b), Some((k, _))) if b.0.as_slice() > k => return Ok(Some(b)),
                 (Some(b), None) => return Ok(Some(b)),
-                (b, Some((ok, ov_val))) => {
-                    let same = b.as_ref().is_some_and(|b| b.0 == **ok);
-                    if let Some(v) = ov_val {
-                        return Ok(Some(((*ok).clone(), v.clone())));
+                (b, Some((k, value))) => {
+                    if let Some(v) = value {
+                        return Ok(Some((k.to_vec(), v.to_vec())));
                     }
-                    ov.next();
+                    let same = b.as_ref().is_some_and(|b| b.0 == k);
+                    upper.advance()?;
                     if same && let Some(it) = it.as_mut() {
                         it.prev();
                         self.check(it)?;
@@ -282,14 +472,12 @@ impl Merged<'_> {
             it.seek_to_first();
             self.check(it)?;
         }
-        let empty = BTreeMap::new();
-        let writes = self.overlay.map_or(&empty, |o| &o.writes);
-        let mut ov = writes.iter().peekable();
+        let mut upper = self.upper(None, true)?;
         loop {
             let base = it.as_ref().and_then(base_row);
-            match (base, ov.peek()) {
+            match (base, upper.peek()) {
                 (None, None) => return Ok(()),
-                (Some((bk, bv)), Some((ok, _))) if bk < **ok => {
+                (Some((bk, bv)), Some((k, _))) if bk.as_slice() < k => {
                     f(&bk, &bv);
                     advance(&mut it);
                 }
@@ -297,14 +485,58 @@ impl Merged<'_> {
                     f(&bk, &bv);
                     advance(&mut it);
                 }
-                (b, Some((ok, ov_val))) => {
-                    if b.is_some_and(|(bk, _)| bk == **ok) {
+                (b, Some((k, value))) => {
+                    if b.is_some_and(|(bk, _)| bk == k) {
                         advance(&mut it);
                     }
-                    if let Some(v) = ov_val {
-                        f(ok, v);
+                    if let Some(v) = value {
+                        f(k, v);
                     }
-                    ov.next();
+                    upper.advance()?;
+                }
+            }
+            if let Some(it) = it.as_ref() {
+                self.check(it)?;
+            }
+        }
+    }
+
+    /// Every change committing this transaction makes to the table, in key order: its puts
+    /// (`Some`) and tombstones (`None`), and after a `clear` a tombstone for every snapshot row
+    /// it did not write again.
+    pub(crate) fn for_each_change(
+        &self,
+        mut f: impl FnMut(&[u8], Option<&[u8]>) -> RawResult<()>,
+    ) -> RawResult<()> {
+        let cleared = !self.base_visible();
+        let mut it = cleared.then(|| self.snap.iter(self.table));
+        if let Some(it) = it.as_mut() {
+            it.seek_to_first();
+            self.check(it)?;
+        }
+        let mut upper = self.upper(None, true)?;
+        loop {
+            let base = it
+                .as_ref()
+                .filter(|it| it.valid())
+                .and_then(|it| it.key())
+                .map(<[u8]>::to_vec);
+            match (base, upper.peek()) {
+                (None, None) => return Ok(()),
+                (Some(bk), Some((k, _))) if bk.as_slice() < k => {
+                    f(&bk, None)?;
+                    advance(&mut it);
+                }
+                (Some(bk), None) => {
+                    f(&bk, None)?;
+                    advance(&mut it);
+                }
+                (b, Some((k, value))) => {
+                    if b.is_some_and(|bk| bk == k) {
+                        advance(&mut it);
+                    }
+                    f(k, value)?;
+                    upper.advance()?;
                 }
             }
             if let Some(it) = it.as_ref() {

@@ -229,3 +229,292 @@ fn a_frozen_write_transaction_reads_its_writes_refuses_writes_and_frees_the_writ
     engine.apply_exported(&payload).expect("apply");
     assert_eq!(keys(&engine.begin_ro().expect("ro")), vec![0, 2, 3, 9]);
 }
+
+/// An engine whose write transactions spill past a few KiB, so a few hundred rows exercise the
+/// on-disk path.
+fn spilling_engine(dir: &std::path::Path) -> RocksEngine {
+    RocksEngine::open(
+        &dir.join(HYBRID_ROCKSDB_DIR),
+        &RocksOptions {
+            block_cache_bytes: 8 << 20,
+            spill_bytes: 4 << 10,
+            ..RocksOptions::default()
+        },
+    )
+    .expect("open")
+}
+
+/// Every row of `table` as `(key, value)`, walked with a cursor.
+fn rows<T: RawTx>(tx: &T, table: Tables) -> Vec<(Vec<u8>, Vec<u8>)> {
+    use reth_hybrid_api::raw::RawCursor;
+    let mut c = tx.cursor(table).expect("cursor");
+    let mut out = Vec::new();
+    let mut next = c.first().expect("first");
+    while let Some(row) = next {
+        out.push(row);
+        next = c.next().expect("next");
+    }
+    out
+}
+
+/// Subfolders of `<db>/spill` whose names start with `prefix`.
+fn spill_entries(dir: &std::path::Path, prefix: &str) -> usize {
+    std::fs::read_dir(dir.join(HYBRID_ROCKSDB_DIR).join("spill"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The hash table plus a dupsort table, written past the budget in several spills: puts,
+/// overwrites, deletes of committed and of spilled rows. Returns the expected rows.
+type Model = std::collections::BTreeMap<(Tables, Vec<u8>, Vec<u8>), ()>;
+
+fn write_past_budget(tx: &reth_hybrid_rocksdb::RocksTxMut, model: &mut Model) {
+    let hashes = Tables::TransactionHashNumbers;
+    for i in 0u32..600 {
+        let key = [&i.to_be_bytes()[..], &[7u8; 28]].concat();
+        tx.put(hashes, &key, &u64::from(i).to_be_bytes())
+            .expect("put");
+        model.retain(|(t, k, _), _| !(*t == hashes && *k == key));
+        model.insert((hashes, key, u64::from(i).to_be_bytes().to_vec()), ());
+    }
+    // Overwrite and delete rows that are spilled by now.
+    for i in (0u32..600).step_by(7) {
+        let key = [&i.to_be_bytes()[..], &[7u8; 28]].concat();
+        model.retain(|(t, k, _), _| !(*t == hashes && *k == key));
+        if i % 2 == 0 {
+            tx.put(hashes, &key, &[0xee]).expect("overwrite");
+            model.insert((hashes, key, vec![0xee]), ());
+        } else {
+            assert!(tx.delete(hashes, &key, None).expect("delete"));
+        }
+    }
+    // Dupsort rows: 20-byte key, several values each; remove one duplicate of each key.
+    let storage = Tables::PlainStorageState;
+    for a in 0u8..20 {
+        for s in 0u8..5 {
+            let value = [[s; 32].as_slice(), &[a, s]].concat();
+            tx.put(storage, &[a; 20], &value).expect("put dup");
+            model.insert((storage, vec![a; 20], value), ());
+        }
+        let gone = [[2u8; 32].as_slice(), &[a, 2]].concat();
+        assert!(
+            tx.delete(storage, &[a; 20], Some(&gone))
+                .expect("delete dup")
+        );
+        model.remove(&(storage, vec![a; 20], gone));
+    }
+}
+
+fn model_rows(model: &Model, table: Tables) -> Vec<(Vec<u8>, Vec<u8>)> {
+    model
+        .keys()
+        .filter(|(t, _, _)| *t == table)
+        .map(|(_, k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Past its budget a write transaction moves its writes to disk, still reads its own writes
+/// exactly (cursor walks over snapshot, spilled and in-memory rows), commits all of them, and
+/// leaves no spill store behind.
+#[test]
+fn a_write_transaction_past_its_budget_spills_reads_its_writes_and_commits_them() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let engine = spilling_engine(dir.path());
+    let hashes = Tables::TransactionHashNumbers;
+    let mut model = Model::new();
+    let seed = engine.begin_rw().expect("rw");
+    for i in 0u32..50 {
+        // Committed rows, some of which the big transaction deletes (every 7th from 0).
+        let key = [&i.to_be_bytes()[..], &[7u8; 28]].concat();
+        seed.put(hashes, &key, &[1]).expect("put");
+        model.insert((hashes, key, vec![1]), ());
+    }
+    seed.commit().expect("seed");
+
+    let tx = engine.begin_rw().expect("rw");
+    write_past_budget(&tx, &mut model);
+    assert!(
+        tx.has_spilled(),
+        "4 KiB budget, ~100 KiB written: must spill"
+    );
+    assert_eq!(spill_entries(dir.path(), "tx-"), 1, "one spill store");
+    for table in [hashes, Tables::PlainStorageState] {
+        assert_eq!(
+            rows(&tx, table),
+            model_rows(&model, table),
+            "{table} read back"
+        );
+        assert_eq!(
+            tx.entries(table).expect("entries"),
+            model_rows(&model, table).len()
+        );
+    }
+    let key = [&14u32.to_be_bytes()[..], &[7u8; 28]].concat();
+    assert_eq!(tx.get(hashes, &key).expect("get"), Some(vec![0xee]));
+    let key = [&7u32.to_be_bytes()[..], &[7u8; 28]].concat();
+    assert_eq!(
+        tx.get(hashes, &key).expect("get"),
+        None,
+        "deleted after spilling"
+    );
+    tx.commit().expect("commit");
+
+    let ro = engine.begin_ro().expect("ro");
+    for table in [hashes, Tables::PlainStorageState] {
+        assert_eq!(
+            rows(&ro, table),
+            model_rows(&model, table),
+            "{table} committed"
+        );
+    }
+    assert_eq!(spill_entries(dir.path(), "tx-"), 0, "spill store removed");
+    assert_eq!(
+        spill_entries(dir.path(), "commit-"),
+        0,
+        "commit files removed"
+    );
+}
+
+/// A spilled commit exports a manifest of SST files, not its rows: the payload stays small,
+/// frozen readers see the writes, applying twice gives the same state (a replay after a crash
+/// part way through ingestion), a missing file is refused with its path and changes nothing, and
+/// `discard_exports` removes the files.
+#[test]
+fn a_spilled_commit_exports_files_applies_idempotently_and_refuses_missing_files() {
+    use reth_hybrid_api::raw::RawReplay;
+    let dir = tempfile::tempdir().expect("tmp");
+    let engine = spilling_engine(dir.path());
+    let mut model = Model::new();
+    let tx = engine.begin_rw().expect("rw");
+    write_past_budget(&tx, &mut model);
+    let frozen = RocksEngine::freeze(tx);
+    let payload = RocksEngine::export_writes(&frozen).expect("export");
+    assert!(
+        payload.len() < 1024,
+        "the payload names files ({} bytes), it does not carry ~700 rows",
+        payload.len()
+    );
+    assert_eq!(spill_entries(dir.path(), "commit-"), 1);
+    for table in [Tables::TransactionHashNumbers, Tables::PlainStorageState] {
+        assert_eq!(
+            rows(&frozen, table),
+            model_rows(&model, table),
+            "frozen {table}"
+        );
+        assert!(
+            rows(&engine.begin_ro().expect("ro"), table).is_empty(),
+            "not applied yet"
+        );
+    }
+
+    // A file gone: refused before anything is ingested.
+    let commit_dir = std::fs::read_dir(dir.path().join(HYBRID_ROCKSDB_DIR).join("spill"))
+        .expect("spill dir")
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("commit-"))
+        .expect("commit folder")
+        .path();
+    let victim = commit_dir.join("PlainStorageState.sst");
+    let saved = std::fs::read(&victim).expect("exported file");
+    std::fs::remove_file(&victim).expect("remove");
+    let err = engine
+        .apply_exported(&payload)
+        .expect_err("a missing file must be refused");
+    let message = format!("{err}");
+    assert!(
+        message.contains("PlainStorageState.sst") && message.contains("restore"),
+        "names the file and the fix: {message}"
+    );
+    assert!(
+        rows(
+            &engine.begin_ro().expect("ro"),
+            Tables::TransactionHashNumbers
+        )
+        .is_empty(),
+        "a refused apply ingests nothing"
+    );
+    std::fs::write(&victim, saved).expect("restore");
+
+    engine.apply_exported(&payload).expect("apply");
+    engine.apply_exported(&payload).expect("apply again");
+    for table in [Tables::TransactionHashNumbers, Tables::PlainStorageState] {
+        assert_eq!(
+            rows(&engine.begin_ro().expect("ro"), table),
+            model_rows(&model, table),
+            "applied twice: {table}"
+        );
+    }
+    drop(frozen);
+    assert_eq!(
+        spill_entries(dir.path(), "tx-"),
+        0,
+        "the frozen view's spill store is gone with it"
+    );
+    engine.discard_exports().expect("discard");
+    assert_eq!(spill_entries(dir.path(), "commit-"), 0);
+}
+
+/// `clear` after spilling hides the spilled writes and the snapshot alike; the commit removes
+/// every committed row but what was written after the clear.
+#[test]
+fn clearing_a_table_after_spilling_leaves_only_later_writes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let engine = spilling_engine(dir.path());
+    let hashes = Tables::TransactionHashNumbers;
+    let seed = engine.begin_rw().expect("rw");
+    seed.put(hashes, &[1; 32], &[1]).expect("put");
+    seed.commit().expect("seed");
+    let tx = engine.begin_rw().expect("rw");
+    let mut model = Model::new();
+    write_past_budget(&tx, &mut model);
+    assert!(tx.has_spilled());
+    tx.clear(hashes).expect("clear");
+    tx.put(hashes, &[9; 32], &[9]).expect("put");
+    assert_eq!(rows(&tx, hashes), vec![(vec![9; 32], vec![9])]);
+    tx.commit().expect("commit");
+    let ro = engine.begin_ro().expect("ro");
+    assert_eq!(rows(&ro, hashes), vec![(vec![9; 32], vec![9])]);
+    assert_eq!(
+        rows(&ro, Tables::PlainStorageState),
+        model_rows(&model, Tables::PlainStorageState),
+        "the other table keeps its spilled writes"
+    );
+}
+
+/// A killed process's spill store is removed by the next read-write open, never by a
+/// read-only one; exported commit files are left for the intent's owner to resolve.
+#[test]
+fn a_read_write_open_removes_a_killed_process_spill_stores_but_not_commit_files() {
+    let dir = tempfile::tempdir().expect("tmp");
+    drop(spilling_engine(dir.path()));
+    let spill = dir.path().join(HYBRID_ROCKSDB_DIR).join("spill");
+    std::fs::create_dir_all(spill.join("tx-1-2-3")).expect("scratch");
+    std::fs::write(
+        spill.join("tx-1-2-3").join("run-1.sst"),
+        b"left by a killed process",
+    )
+    .expect("write");
+    std::fs::create_dir_all(spill.join("commit-1-2-3")).expect("commit");
+    drop(RocksEngine::open_read_only(&dir.path().join(HYBRID_ROCKSDB_DIR)).expect("ro open"));
+    assert_eq!(
+        spill_entries(dir.path(), "tx-"),
+        1,
+        "a read-only open changes nothing"
+    );
+    drop(spilling_engine(dir.path()));
+    assert_eq!(
+        spill_entries(dir.path(), "tx-"),
+        0,
+        "removed at read-write open"
+    );
+    assert_eq!(
+        spill_entries(dir.path(), "commit-"),
+        1,
+        "an intent may still need it"
+    );
+}

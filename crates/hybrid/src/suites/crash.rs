@@ -116,6 +116,22 @@ fn verify<P: RawEngine, F: RawReplay>(open: Open<P, F>, dir: &Path, context: &st
         "{context}: acknowledged commit {acked} lost (max {max})"
     );
     db.begin_ro().expect("ro").abort();
+    // A killed commit's spill store and exported files are needed by nothing once recovery
+    // resolved the intent: none may be left to fill the disk.
+    let spill = db.follower().path().join("spill");
+    let leftovers: Vec<_> = std::fs::read_dir(&spill)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        leftovers.is_empty(),
+        "{context}: {} still holds {leftovers:?} after recovery",
+        spill.display()
+    );
     max
 }
 
