@@ -177,6 +177,16 @@ impl SpillStore {
             .map_err(|e| read_err("spill clear", table, e))
     }
 
+    /// `table`'s spilled entry at `key` (tagged; see [`decode_entry`]).
+    pub(crate) fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
+        let Some(cf) = self.cf(table) else {
+            return Ok(None);
+        };
+        self.db()
+            .get_cf(cf, key)
+            .map_err(|e| read_err("spill get", table, e))
+    }
+
     /// An iterator over `table`'s spilled entries (values tagged; see [`decode_entry`]); `None`
     /// if the table never spilled. The store changes only under the transaction's overlay write
     /// lock, which readers exclude.

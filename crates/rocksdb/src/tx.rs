@@ -8,6 +8,7 @@ use crate::{
     env::EngineInner,
     error::RocksError,
     export,
+    spill::decode_entry,
     view::{BaseLast, IterCache, Merged, Overlay, OwnedSnapshot, RocksRow, snapshot_keys},
 };
 use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
@@ -127,6 +128,29 @@ impl RocksTx {
 impl TxInner {
     fn is_dirty(&self) -> bool {
         self.overlay.as_ref().is_some_and(|o| o.read().is_dirty())
+    }
+
+    /// A point lookup in a table without duplicates: the transaction's own writes (in memory,
+    /// then spilled), then RocksDB's `get` on the snapshot, which consults bloom filters and
+    /// builds no iterator (a seek costs several times more; reth's tx-hash lookups are gets).
+    fn get_plain(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
+        if let Some(overlay) = &self.overlay {
+            let overlay = overlay.read();
+            let t = &overlay.tables[table as usize];
+            if let Some(written) = t.writes.get(key) {
+                return Ok(written.clone());
+            }
+            if t.spilled
+                && let Some(spill) = &overlay.spill
+                && let Some(stored) = spill.get(table, key)?
+            {
+                return Ok(decode_entry(&stored).map(<[u8]>::to_vec));
+            }
+            if t.cleared {
+                return Ok(None);
+            }
+        }
+        self.snap.get(table, key)
     }
 
     fn has_spilled(&self) -> bool {
@@ -498,7 +522,10 @@ macro_rules! impl_raw_tx {
             type Cursor = RocksCursor;
 
             fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
-                store(&self.inner, table).get_first(key)
+                match table.dupsort_key_len() {
+                    None => self.inner.get_plain(table, key),
+                    Some(_) => store(&self.inner, table).get_first(key),
+                }
             }
 
             fn cursor(&self, table: Tables) -> RawResult<RocksCursor> {

@@ -35,6 +35,13 @@ impl OwnedSnapshot {
         &self.engine
     }
 
+    /// The snapshot's value at `key` (a point lookup: bloom filters, no iterator).
+    pub(crate) fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
+        self.snap
+            .get_cf(self.engine.cf(table), key)
+            .map_err(|e| read_err("get", table, e))
+    }
+
     fn iter(&self, table: Tables) -> rocksdb::DBRawIteratorWithThreadMode<'_, DB> {
         let mut ro = ReadOptions::default();
         ro.set_total_order_seek(true);
