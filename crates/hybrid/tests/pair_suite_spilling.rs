@@ -18,3 +18,12 @@ fn open(dir: &Path) -> Result<common::Db, OpenError> {
 }
 
 reth_hybrid_hybrid::pair_suite!(open);
+
+/// Kills inside the large-transaction path itself: after a spill run reached the scratch store,
+/// after one table's commit file was exported (before the intent names it), and after one
+/// table's file was ingested and the next not (in a commit's apply or in recovery's replay).
+#[test]
+fn kills_inside_spilling_exporting_and_ingesting_leave_no_torn_commit() {
+    let names = reth_hybrid_rocksdb::crash::CrashPoint::ALL.map(|p| p.name());
+    reth_hybrid_hybrid::suites::crash::kills_at_named_points(open, &names);
+}

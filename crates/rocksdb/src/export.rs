@@ -6,6 +6,7 @@
 //! through a fresh hard link, so the file the manifest names survives its own ingestion.
 
 use crate::{
+    crash::crash_point,
     env::EngineInner,
     error::{RocksError, read_err},
     options::sst_file_options,
@@ -120,6 +121,7 @@ impl Export {
             path: relative,
             bytes,
         });
+        crash_point!(ExportAfterTable);
         Ok(())
     }
 
@@ -242,6 +244,7 @@ pub(crate) fn apply(engine: &EngineInner, files: &[ExportedFile]) -> RawResult<(
             .map_err(|e| read_err("commit ingestion", f.table, e));
         let _ = std::fs::remove_file(&link);
         ingested?;
+        crash_point!(IngestAfterTable);
     }
     Ok(())
 }

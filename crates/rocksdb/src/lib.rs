@@ -5,6 +5,10 @@
 //! `reth_hybrid_api::sorted`.
 
 mod bulk;
+#[cfg(feature = "crash-points")]
+pub mod crash;
+#[cfg(not(feature = "crash-points"))]
+mod crash;
 mod env;
 mod error;
 mod export;

@@ -12,7 +12,10 @@
 //! killed process. Commit folders belong to the intent log and are removed only by
 //! [`crate::RocksEngine`]'s `discard_exports`, once no intent can need them.
 
-use crate::error::{RocksError, read_err};
+use crate::{
+    crash::crash_point,
+    error::{RocksError, read_err},
+};
 use reth_hybrid_api::{Tables, raw::RawResult};
 use rocksdb::{
     DB, DBRawIteratorWithThreadMode, IngestExternalFileOptions, Options, ReadOptions,
@@ -152,7 +155,9 @@ impl SpillStore {
         let cf = self.cf(table).expect("created above");
         self.db()
             .ingest_external_file_cf_opts(cf, &ingest, vec![path])
-            .map_err(io)
+            .map_err(io)?;
+        crash_point!(SpillAfterRun);
+        Ok(())
     }
 
     /// Forgets every spilled write of `table` (the transaction cleared it).
