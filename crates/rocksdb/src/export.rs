@@ -235,7 +235,12 @@ pub(crate) fn apply(engine: &EngineInner, files: &[ExportedFile]) -> RawResult<(
         // replay after a crash part way through this loop.
         let link = path.with_extension("ingest");
         let _ = std::fs::remove_file(&link);
-        std::fs::hard_link(&path, &link).map_err(io(&link))?;
+        if std::fs::hard_link(&path, &link).is_err() {
+            // A filesystem without hard links: ingest a synced copy (slower, same result).
+            std::fs::copy(&path, &link)
+                .and_then(|_| std::fs::File::open(&link)?.sync_all())
+                .map_err(io(&link))?;
+        }
         let mut opts = IngestExternalFileOptions::default();
         opts.set_move_files(true);
         let ingested = engine
