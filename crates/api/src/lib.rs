@@ -5,6 +5,7 @@
 
 extern crate alloc;
 
+pub mod crash_point;
 pub mod error;
 pub mod models;
 pub mod raw;

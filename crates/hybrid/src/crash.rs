@@ -37,34 +37,10 @@ impl CrashPoint {
     }
 }
 
-#[cfg(feature = "crash-points")]
-pub fn reached(point: CrashPoint) {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static HITS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
-    let Ok(spec) = std::env::var("RETH_HYBRID_CRASH_AT") else {
-        return;
-    };
-    let Some((name, n)) = spec.split_once(':') else {
-        return;
-    };
-    if name != point.name() {
-        return;
-    }
-    let idx = CrashPoint::ALL
-        .iter()
-        .position(|p| *p == point)
-        .expect("listed");
-    let hit = HITS[idx].fetch_add(1, Ordering::SeqCst) + 1;
-    if n.parse::<u64>().is_ok_and(|n| n == hit) {
-        // SAFETY: kill(getpid(), SIGKILL) has no memory-safety preconditions.
-        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
-    }
-}
-
 macro_rules! crash_point {
     ($point:ident) => {
         #[cfg(feature = "crash-points")]
-        $crate::crash::reached($crate::crash::CrashPoint::$point);
+        reth_hybrid_api::crash_point::reached($crate::crash::CrashPoint::$point.name());
     };
 }
 pub(crate) use crash_point;

@@ -228,16 +228,9 @@ impl RocksEngine {
     pub fn clear_table(&self, table: Tables) -> RawResult<()> {
         let db = &self.inner.db;
         let cf = self.inner.cf(table);
-        let last = {
-            let mut it = db.raw_iterator_cf(cf);
-            it.seek_to_last();
-            it.status().map_err(|e| read_err("scan", table, e))?;
-            it.key().map(<[u8]>::to_vec)
+        let Some(batch) = delete_everything(db, cf, table)? else {
+            return Ok(());
         };
-        let Some(last) = last else { return Ok(()) };
-        let mut batch = WriteBatch::default();
-        batch.delete_range_cf(cf, &[][..], &last[..]);
-        batch.delete_cf(cf, &last);
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         db.write_opt(batch, &wo).map_err(RocksError::Commit)?;
@@ -279,6 +272,25 @@ impl RocksEngine {
         }
         Ok(())
     }
+}
+
+/// A batch deleting every row of a column family (one range deletion and the last key, which
+/// the range's exclusive end leaves); `None` when it is empty.
+pub(crate) fn delete_everything(
+    db: &DB,
+    cf: &rocksdb::ColumnFamily,
+    table: Tables,
+) -> RawResult<Option<WriteBatch>> {
+    let mut it = db.raw_iterator_cf(cf);
+    it.seek_to_last();
+    it.status().map_err(|e| read_err("scan", table, e))?;
+    let Some(last) = it.key() else {
+        return Ok(None);
+    };
+    let mut batch = WriteBatch::default();
+    batch.delete_range_cf(cf, &[][..], last);
+    batch.delete_cf(cf, last);
+    Ok(Some(batch))
 }
 
 /// Looks into reth's own RocksDB (`<datadir>/rocksdb`, storage v2) read-only: which column

@@ -1,6 +1,6 @@
 //! SIGKILL points inside the large-transaction path (feature `crash-points`, for the hybrid's
-//! crash suite), driven like the hybrid's own: `RETH_HYBRID_CRASH_AT=<point>:<n>` kills the
-//! process the n-th time it passes `<point>`. Without the feature they compile to nothing.
+//! crash suite; `reth_hybrid_api::crash_point` says how they are driven). Without the feature
+//! they compile to nothing.
 
 /// Where a spilling transaction can be killed.
 #[cfg(feature = "crash-points")]
@@ -31,34 +31,10 @@ impl CrashPoint {
     }
 }
 
-#[cfg(feature = "crash-points")]
-pub(crate) fn reached(point: CrashPoint) {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static HITS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
-    let Ok(spec) = std::env::var("RETH_HYBRID_CRASH_AT") else {
-        return;
-    };
-    let Some((name, n)) = spec.split_once(':') else {
-        return;
-    };
-    if name != point.name() {
-        return;
-    }
-    let idx = CrashPoint::ALL
-        .iter()
-        .position(|p| *p == point)
-        .expect("listed");
-    let hit = HITS[idx].fetch_add(1, Ordering::SeqCst) + 1;
-    if n.parse::<u64>().is_ok_and(|n| n == hit) {
-        // SAFETY: kill(getpid(), SIGKILL) has no memory-safety preconditions.
-        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
-    }
-}
-
 macro_rules! crash_point {
     ($point:ident) => {
         #[cfg(feature = "crash-points")]
-        $crate::crash::reached($crate::crash::CrashPoint::$point);
+        reth_hybrid_api::crash_point::reached($crate::crash::CrashPoint::$point.name());
     };
 }
 pub(crate) use crash_point;

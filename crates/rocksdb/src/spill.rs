@@ -13,13 +13,14 @@
 //! [`crate::RocksEngine`]'s `discard_exports`, once no intent can need them.
 
 use crate::{
+    bulk::delete_everything,
     crash::crash_point,
     error::{RocksError, read_err},
 };
 use reth_hybrid_api::{Tables, raw::RawResult};
 use rocksdb::{
     DB, DBRawIteratorWithThreadMode, IngestExternalFileOptions, Options, ReadOptions,
-    SstFileWriter, WriteBatch, WriteOptions,
+    SstFileWriter, WriteOptions,
 };
 use std::{
     collections::BTreeMap,
@@ -165,16 +166,9 @@ impl SpillStore {
         let Some(cf) = self.cf(table) else {
             return Ok(());
         };
-        let last = {
-            let mut it = self.db().raw_iterator_cf(cf);
-            it.seek_to_last();
-            it.status().map_err(|e| read_err("spill clear", table, e))?;
-            it.key().map(<[u8]>::to_vec)
+        let Some(batch) = delete_everything(self.db(), cf, table)? else {
+            return Ok(());
         };
-        let Some(last) = last else { return Ok(()) };
-        let mut batch = WriteBatch::default();
-        batch.delete_range_cf(cf, &[][..], &last[..]);
-        batch.delete_cf(cf, &last);
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
         self.db()

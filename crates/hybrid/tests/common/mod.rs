@@ -16,22 +16,15 @@ pub fn engines(dir: &Path) -> (MdbxEngine, RocksEngine) {
 /// Synced engines whose RocksDB write transactions spill to disk past `spill_bytes` (1: at
 /// every write, so every commit exports SST files).
 pub fn spilling_engines(dir: &Path, spill_bytes: usize) -> (MdbxEngine, RocksEngine) {
-    let mdbx =
-        MdbxEngine::open(dir, MdbxOptions::create().with_geometry(Geometry::SMALL)).expect("mdbx");
-    let rocks = RocksEngine::open(
-        &dir.join("hybrid-rocksdb"),
-        &RocksOptions {
-            block_cache_bytes: 8 << 20,
-            spill_bytes,
-            ..RocksOptions::default()
-        },
-    )
-    .expect("rocksdb");
-    (mdbx, rocks)
+    open_engines(dir, true, spill_bytes)
 }
 
 /// `sync_writes: false` is for suites about semantics, not durability (many short-lived datadirs).
 pub fn engines_with(dir: &Path, sync_writes: bool) -> (MdbxEngine, RocksEngine) {
+    open_engines(dir, sync_writes, RocksOptions::default().spill_bytes)
+}
+
+fn open_engines(dir: &Path, sync_writes: bool, spill_bytes: usize) -> (MdbxEngine, RocksEngine) {
     let mdbx =
         MdbxEngine::open(dir, MdbxOptions::create().with_geometry(Geometry::SMALL)).expect("mdbx");
     let rocks = RocksEngine::open(
@@ -39,8 +32,7 @@ pub fn engines_with(dir: &Path, sync_writes: bool) -> (MdbxEngine, RocksEngine) 
         &RocksOptions {
             block_cache_bytes: 8 << 20,
             sync_writes,
-            create_if_missing: true,
-            read_only: false,
+            spill_bytes,
             ..RocksOptions::default()
         },
     )
