@@ -102,7 +102,6 @@ pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
             t.set_bloom_filter(10.0, false);
             t.set_whole_key_filtering(true);
             o.set_compression_type(DBCompressionType::None);
-            o.set_memtable_prefix_bloom_ratio(0.1);
         }
         _ => {
             t.set_block_size(16 << 10);
@@ -111,6 +110,10 @@ pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
             o.set_bottommost_compression_type(DBCompressionType::Zstd);
         }
     }
+    // Gets of rows already in SST files (most of them, on a node) miss the memtable: a
+    // whole-key bloom there answers the miss without searching the skiplist.
+    o.set_memtable_prefix_bloom_ratio(0.1);
+    o.set_memtable_whole_key_filtering(true);
     o.set_block_based_table_factory(&t);
     o
 }
