@@ -555,6 +555,10 @@ impl RocksTx {
 }
 
 impl RocksTxMut {
+    /// A commit on this engine alone. A transaction that spilled is ingested table by table
+    /// (RocksDB's Rust API has no atomic multi-column-family ingestion): a crash in between
+    /// leaves the first tables committed. In reth-hybrid every RocksDB commit goes through the
+    /// hybrid instead, whose intent log names the files and replays them all after a crash.
     fn finish(self) -> RawResult<()> {
         let engine = self.inner.snap.engine();
         let Some(overlay) = &self.inner.overlay else {
