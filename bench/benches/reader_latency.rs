@@ -5,7 +5,9 @@
 //! same rows, in alternating rounds of one run (order swapped every round, a warm-up round
 //! discarded). Prints p50/p99/p99.9/max and the hybrid/MDBX ratios; the goal is p99 <= 1.2x for
 //! open + 100 gets (stock MDBX never makes a reader wait for a commit, and neither may the
-//! hybrid). The open-alone ratio isolates waiting from the engines' different get speeds.
+//! hybrid). The open-alone ratio isolates waiting from the engines' different get speeds. The
+//! hybrid runs twice, with RocksDB's row cache (default) and without, since every row here is
+//! hot and a node's cold lookups skip the row cache.
 //!
 //! `cargo bench -p reth-hybrid-bench --bench reader_latency` (`READER_BENCH_SECS` per round,
 //! default 3; `READER_BENCH_ROUNDS`, default 4; `READER_BENCH_COMMIT_MS`, the writer's commit
@@ -198,48 +200,57 @@ fn main() {
         hashes: (0..hashes).map(|_| g.bytes::<32>()).collect(),
     });
 
-    let hdir = tempfile::tempdir().expect("tmp");
-    let rocks = RocksEngine::open(
-        &hdir.path().join("hybrid-rocksdb"),
-        &RocksOptions::default(),
-    )
-    .expect("rocksdb");
-    let hybrid = Arc::new(
-        HybridDb::open(
-            mdbx(hdir.path()),
-            rocks,
-            hdir.path(),
-            HybridOptions::default(),
-        )
-        .expect("hybrid"),
-    );
-    load(&*hybrid, &d);
-    // A node's RocksDB holds nearly all its rows in SST files (the memtable only the newest
-    // writes); without this flush every read would search a skiplist of the whole load.
-    hybrid.follower().flush().expect("flush RocksDB");
+    // The hybrid twice: with RocksDB's row cache (the default) and without it. Every RocksDB
+    // row here is read again and again (~250k rows, millions of gets), so the row cache holds
+    // them all; a node's cold lookups (random hashes of a long chain) take the path without it.
+    let hybrid_dirs = [
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    ];
+    let [hybrid, hybrid_no_row_cache] = [0, 1].map(|i| {
+        let dir = hybrid_dirs[i].path();
+        let options = RocksOptions {
+            row_cache_bytes: if i == 0 {
+                RocksOptions::default().row_cache_bytes
+            } else {
+                0
+            },
+            ..RocksOptions::default()
+        };
+        let rocks = RocksEngine::open(&dir.join("hybrid-rocksdb"), &options).expect("rocksdb");
+        let db = Arc::new(
+            HybridDb::open(mdbx(dir), rocks, dir, HybridOptions::default()).expect("hybrid"),
+        );
+        load(&*db, &d);
+        // A node's RocksDB holds nearly all its rows in SST files (the memtable only the newest
+        // writes); without this flush every read would search a skiplist of the whole load.
+        db.follower().flush().expect("flush RocksDB");
+        db
+    });
     let mdir = tempfile::tempdir().expect("tmp");
     let plain = Arc::new(mdbx(mdir.path()));
     load(&*plain, &d);
 
     let interval = Duration::from_millis(env_u64("READER_BENCH_COMMIT_MS", 20));
     let busy = Some(interval);
+    let run = |engine: usize, secs: u64, interval: Option<Duration>, side: &mut Side| match engine {
+        0 => round(&hybrid, &d, secs, interval, side),
+        1 => round(&hybrid_no_row_cache, &d, secs, interval, side),
+        _ => round(&plain, &d, secs, interval, side),
+    };
     // Warm-up (discarded): RocksDB settles after the load, caches fill.
     if benching {
-        round(&hybrid, &d, 1, busy, &mut Side::default());
-        round(&plain, &d, 1, busy, &mut Side::default());
+        for engine in 0..3 {
+            run(engine, 1, busy, &mut Side::default());
+        }
     }
-    // [hybrid, mdbx] x [with the writer, idle]
-    let mut sides: [[Side; 2]; 2] = Default::default();
-    // Alternating rounds, order swapped each time, so drift of the shared machine hits both.
-    for r in 0..rounds {
-        let order: [usize; 2] = if r % 2 == 0 { [0, 1] } else { [1, 0] };
-        for engine in order {
+    // [hybrid, hybrid without row cache, mdbx] x [with the writer, idle]
+    let mut sides: [[Side; 2]; 3] = Default::default();
+    // Alternating rounds, order rotated each time, so drift of the shared machine hits all.
+    for r in 0..rounds as usize {
+        for engine in [0, 1, 2].map(|e| (e + r) % 3) {
             for (load, interval) in [(0, busy), (1, None)] {
-                let side = &mut sides[engine][load];
-                match engine {
-                    0 => round(&hybrid, &d, secs, interval, side),
-                    _ => round(&plain, &d, secs, interval, side),
-                }
+                run(engine, secs, interval, &mut sides[engine][load]);
             }
         }
         eprintln!("round {}/{rounds} done", r + 1);
@@ -254,7 +265,8 @@ fn main() {
     );
     println!("| | writer | what | reads | commits | p50 | p99 | p99.9 | max |");
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|");
-    for (name, engine) in [("hybrid", &sides[0]), ("mdbx", &sides[1])] {
+    let names = ["hybrid", "hybrid, no row cache", "mdbx"];
+    for (name, engine) in names.iter().zip(&sides) {
         for (load, side) in [("committing", &engine[0]), ("idle", &engine[1])] {
             for (what, lat) in [("open + 100 gets", &side.read), ("open", &side.open)] {
                 println!(
@@ -269,13 +281,25 @@ fn main() {
             }
         }
     }
+    let row_cache = hybrid
+        .follower()
+        .gauges()
+        .into_iter()
+        .find(|g| g.name == "rocksdb_row_cache_hit_ratio")
+        .map_or(0.0, |g| g.value);
+    println!("\nhybrid's RocksDB row cache hit ratio: {row_cache:.3}");
     let ratio = |a: &[Duration], b: &[Duration], p| us(pct(a, p)) / us(pct(b, p));
-    let [[h, h_idle], [m, m_idle]] = &sides;
+    let [[h, h_idle], [n, _], [m, m_idle]] = &sides;
     println!(
         "\nhybrid/mdbx, open + 100 gets under the writer: p50 {:.2}x, p99 {:.2}x (goal <= 1.20x), p99.9 {:.2}x",
         ratio(&h.read, &m.read, 0.5),
         ratio(&h.read, &m.read, 0.99),
         ratio(&h.read, &m.read, 0.999)
+    );
+    println!(
+        "hybrid without row cache/mdbx, open + 100 gets under the writer: p50 {:.2}x, p99 {:.2}x",
+        ratio(&n.read, &m.read, 0.5),
+        ratio(&n.read, &m.read, 0.99),
     );
     println!(
         "hybrid/mdbx, open alone under the writer: p50 {:.2}x, p99 {:.2}x, p99.9 {:.2}x",

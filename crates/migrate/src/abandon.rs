@@ -152,7 +152,7 @@ pub fn abandon(datadir: &Path) -> Result<AbandonPlan, MigrateError> {
     let mdbx = MdbxEngine::open(datadir, MdbxOptions::read_write())?;
     let rocks = dd
         .has_rocksdb()
-        .then(|| RocksEngine::open_in_datadir(datadir))
+        .then(|| RocksEngine::open_in_datadir_for_bulk(datadir))
         .transpose()?;
     let plan = plan_with(&dd, &mdbx.begin_ro()?, rocks.as_ref())?;
     // ORDER: the partial copies go first and the state file last, so a crash in between

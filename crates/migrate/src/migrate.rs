@@ -89,7 +89,7 @@ pub fn migrate(
     }
     let resume = plan.command.as_str();
     let mdbx = MdbxEngine::open(datadir, MdbxOptions::read_write())?;
-    let rocks = RocksEngine::open_in_datadir(datadir).map_err(|e| {
+    let rocks = RocksEngine::open_in_datadir_for_bulk(datadir).map_err(|e| {
         step_failed(
             "opening (or creating) hybrid-rocksdb".into(),
             resume,

@@ -226,6 +226,9 @@ impl RocksEngine {
     /// Removes every row of `table` in one synced batch (a range deletion, not a row-by-row
     /// delete), then compacts the table so its files are released.
     pub fn clear_table(&self, table: Tables) -> RawResult<()> {
+        if self.inner.row_cache.is_some() {
+            return Err(RocksError::ClearWithRowCache { table }.into());
+        }
         let db = &self.inner.db;
         let cf = self.inner.cf(table);
         let Some(batch) = delete_everything(db, cf, table)? else {

@@ -31,6 +31,8 @@ pub(crate) struct EngineInner {
     pub(crate) spill_bytes: usize,
     pub(crate) read_only: bool,
     pub(crate) cache: Cache,
+    /// `None` without one (`RocksOptions::row_cache_bytes` = 0).
+    pub(crate) row_cache: Option<Cache>,
     /// A read-only open's info log, kept outside the datadir; removed after `db` closes (fields
     /// drop in order).
     _log_dir: Option<LogDir>,
@@ -84,10 +86,24 @@ impl RocksEngine {
         Self::open(&datadir.join(HYBRID_ROCKSDB_DIR), &RocksOptions::default())
     }
 
+    /// Opens reth-hybrid's RocksDB inside a reth datadir for an offline tool that clears whole
+    /// tables ([`RocksOptions::for_bulk_tools`]).
+    pub fn open_in_datadir_for_bulk(datadir: &Path) -> Result<Self, RocksError> {
+        Self::open(
+            &datadir.join(HYBRID_ROCKSDB_DIR),
+            &RocksOptions::for_bulk_tools(),
+        )
+    }
+
     /// Opens the RocksDB at `path` with a column family for every table.
     pub fn open(path: &Path, options: &RocksOptions) -> Result<Self, RocksError> {
         let cache = Cache::new_lru_cache(options.block_cache_bytes);
         let mut db_opts = db_options(options);
+        let row_cache =
+            (options.row_cache_bytes > 0).then(|| Cache::new_lru_cache(options.row_cache_bytes));
+        if let Some(row_cache) = &row_cache {
+            db_opts.set_row_cache(row_cache);
+        }
         // A read-only open must change nothing in the datadir, and RocksDB would otherwise
         // rotate the info log (`LOG` -> `LOG.old.<time>`) there.
         let log_dir = options.read_only.then(LogDir::new);
@@ -131,6 +147,7 @@ impl RocksEngine {
                 spill_bytes: options.spill_bytes,
                 read_only: options.read_only,
                 cache,
+                row_cache,
                 _log_dir: log_dir,
             }),
         })
@@ -236,16 +253,26 @@ impl RawEngine for RocksEngine {
             }
         }
         let opts = &self.inner.db_options;
-        let (hit, miss) = (
-            opts.get_ticker_count(Ticker::BlockCacheHit),
-            opts.get_ticker_count(Ticker::BlockCacheMiss),
-        );
-        if hit + miss > 0 {
-            out.push(EngineGauge {
-                name: "rocksdb_block_cache_hit_ratio",
-                table: None,
-                value: hit as f64 / (hit + miss) as f64,
-            });
+        for (name, hit, miss) in [
+            (
+                "rocksdb_block_cache_hit_ratio",
+                Ticker::BlockCacheHit,
+                Ticker::BlockCacheMiss,
+            ),
+            (
+                "rocksdb_row_cache_hit_ratio",
+                Ticker::RowCacheHit,
+                Ticker::RowCacheMiss,
+            ),
+        ] {
+            let (hit, miss) = (opts.get_ticker_count(hit), opts.get_ticker_count(miss));
+            if hit + miss > 0 {
+                out.push(EngineGauge {
+                    name,
+                    table: None,
+                    value: hit as f64 / (hit + miss) as f64,
+                });
+            }
         }
         out.push(EngineGauge {
             name: "rocksdb_write_stall_seconds",

@@ -48,6 +48,11 @@ pub enum RocksError {
     },
     #[error("the intent names spilled commit files, but its manifest is damaged: {what}")]
     BadManifest { what: String },
+    #[error(
+        "clearing table {table} needs a RocksDB opened without a row cache (RocksDB refuses \
+         range deletions with one): open it with `RocksOptions::for_bulk_tools`"
+    )]
+    ClearWithRowCache { table: Tables },
     #[error("dupsort table {table} needs {expected}-byte keys; got {len} bytes")]
     WrongDupKeyLength {
         table: Tables,

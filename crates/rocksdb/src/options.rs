@@ -9,6 +9,11 @@ use rocksdb::{BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, 
 pub struct RocksOptions {
     /// Shared LRU block cache for data, index and filter blocks.
     pub block_cache_bytes: usize,
+    /// Row cache for point lookups (`get`): a repeated get of a row in an SST file is one hash
+    /// lookup instead of filter, index and data-block searches. 0 disables it; RocksDB refuses
+    /// range deletions with a row cache, so the datadir tools that clear whole tables open
+    /// with 0 ([`RocksOptions::for_bulk_tools`]).
+    pub row_cache_bytes: usize,
     /// fsync the WAL on every commit (reth-hybrid's durability promise; off only in benchmarks).
     pub sync_writes: bool,
     pub create_if_missing: bool,
@@ -35,10 +40,22 @@ impl Default for RocksOptions {
             .unwrap_or(DEFAULT_SPILL_BYTES);
         Self {
             block_cache_bytes: 512 << 20,
+            row_cache_bytes: 64 << 20,
             sync_writes: true,
             create_if_missing: true,
             read_only: false,
             spill_bytes,
+        }
+    }
+}
+
+impl RocksOptions {
+    /// Defaults for offline datadir tools (migration, rollback): no row cache, since they clear
+    /// tables with one range deletion and read by scans.
+    pub fn for_bulk_tools() -> Self {
+        Self {
+            row_cache_bytes: 0,
+            ..Self::default()
         }
     }
 }
