@@ -293,3 +293,116 @@ fn different_chains_or_ranges_are_refused() {
         Err(CompareError::NoOverlap { .. })
     ));
 }
+
+/// A txgen `send-blocks` report (the fields txgen's `BlockStats` and `RunStats` write).
+fn txgen_report(blocks: &[(u64, u64, Option<u64>, u64, u64)]) -> String {
+    let rows: Vec<String> = blocks
+        .iter()
+        .map(|(n, gas, server_us, np_ms, fcu_ms)| {
+            let server = server_us.map_or(String::new(), |us| {
+                format!(r#", "new_payload_server_latency_us": {us}, "persistence_wait_us": 7"#)
+            });
+            format!(
+                r#"{{"number": {n}, "timestamp_ms": 1730000000000, "tx_count": 3, "gas_used": {gas},
+                   "gas_limit": 30000000, "block_time_ms": null, "new_payload_ms": {np_ms},
+                   "forkchoice_updated_ms": {fcu_ms}{server}}}"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"benchmark_id": "3f2b6c1e-8a4d-4e1b-9c2a-5d7e8f901234", "blocks": [{}],
+            "run_stats": {{"start_block": 1, "end_block": 2, "total_blocks": 2, "total_txs": 6,
+            "total_gas": 1, "duration_ms": 80, "avg_blocks_per_second": 25.0, "avg_tps": 75.0,
+            "avg_gas_per_second": 1.0, "block_time_p50_ms": 12000, "block_time_p95_ms": 12000,
+            "block_time_p99_ms": 12000}}}}"#,
+        rows.join(",")
+    )
+}
+
+#[test]
+fn reads_txgen_reports_as_reth_s_converter_does() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("run-1.json");
+    // Block 2 before 1: rows are keyed by number. Block 1 has the server's latency, block 2 only
+    // the client's whole milliseconds.
+    std::fs::write(
+        &file,
+        txgen_report(&[
+            (2, 9_000_000, None, 30, 2),
+            (1, 15_000_000, Some(40_213), 41, 1),
+        ]),
+    )
+    .expect("write");
+    let run = read_run(&file).expect("a txgen report");
+    assert_eq!(run.format, Format::Txgen);
+    assert_eq!(run.wall_clock_us, Some(80_000));
+    let [first, second] = run.blocks.as_slice() else {
+        panic!("two blocks: {:?}", run.blocks)
+    };
+    assert_eq!(
+        (
+            first.block_number,
+            first.new_payload_us,
+            first.fcu_us,
+            first.total_us
+        ),
+        (1, 40_213, 1000, 41_213),
+        "the server's newPayload latency, the client's forkchoiceUpdated"
+    );
+    assert_eq!(first.persistence_wait_us, Some(7));
+    assert_eq!(
+        (
+            second.block_number,
+            second.new_payload_us,
+            second.total_us,
+            second.persistence_wait_us
+        ),
+        (2, 30_000, 32_000, None),
+        "without the server's latency, the client's milliseconds"
+    );
+    // A folder holding `report.json` is a run too, and compares with reth-bench folders.
+    let folder = dir.path().join("txgen");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    std::fs::copy(&file, folder.join("report.json")).expect("copy");
+    assert_eq!(read_run(&folder).expect("folder").blocks.len(), 2);
+    assert!(reth_hybrid_bench::reth_bench::files::is_run(&folder));
+}
+
+#[test]
+fn a_bad_txgen_report_is_named_with_its_problem() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let over = dir.path().join("over.json");
+    std::fs::write(&over, txgen_report(&[(1, 40_000_000, Some(1), 1, 1)])).expect("write");
+    let err = read_run(&over).expect_err("gas over the limit").to_string();
+    assert!(
+        err.contains("over.json") && err.contains("exceeds gas_limit"),
+        "{err}"
+    );
+
+    let twice = dir.path().join("twice.json");
+    std::fs::write(
+        &twice,
+        txgen_report(&[(1, 1, Some(1), 1, 1), (1, 1, Some(1), 1, 1)]),
+    )
+    .expect("write");
+    let err = read_run(&twice).expect_err("a block twice").to_string();
+    assert!(err.contains("block 1 appears twice"), "{err}");
+
+    let garbage = dir.path().join("cut.json");
+    std::fs::write(&garbage, r#"{"blocks": [{"number": 1"#).expect("write");
+    let err = read_run(&garbage).expect_err("truncated").to_string();
+    assert!(
+        err.contains("cut.json") && err.contains("not a txgen send-blocks report"),
+        "{err}"
+    );
+
+    // `bench compare`'s own report.json in a run folder is not taken for a txgen report.
+    let out = dir.path().join("compare-out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    std::fs::write(
+        out.join("report.json"),
+        r#"{"baseline": {}, "changes": {}}"#,
+    )
+    .expect("write");
+    assert!(!reth_hybrid_bench::reth_bench::files::is_run(&out));
+}

@@ -4,7 +4,7 @@ use eyre::{WrapErr, bail};
 use reth_hybrid_api::EngineKind;
 use reth_hybrid_bench::reth_bench::{
     charts::write_charts,
-    files::{COMBINED_LATENCY_CSV, RunData, read_run},
+    files::{COMBINED_LATENCY_CSV, RunData, TXGEN_REPORT, is_run, read_run},
     orchestrate::{Range, Reset, RunPlan, Setup, run},
     preflight::{check_layout, check_pair},
     report::{RunConfig, json, markdown},
@@ -132,17 +132,17 @@ pub struct RunArgs {
     pub noise_floor: f64,
 }
 
-/// The run folders under `path`: itself if it holds `combined_latency.csv`, else its subfolders
-/// that do (whose names start with `prefix`, when given), sorted.
+/// The runs under `path`: itself if it is one (a reth-bench folder, a txgen report or a folder
+/// holding one), else its entries that are (whose names start with `prefix`, when given), sorted.
 fn collect_runs(path: &Path, prefix: Option<&str>) -> eyre::Result<Vec<RunData>> {
-    if path.join(COMBINED_LATENCY_CSV).exists() {
+    if is_run(path) {
         return Ok(vec![read_run(path)?]);
     }
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(path)
         .wrap_err_with(|| format!("reading {}", path.display()))?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.join(COMBINED_LATENCY_CSV).exists())
+        .filter(|p| is_run(p))
         .filter(|p| {
             prefix.is_none_or(|pre| {
                 p.file_name()
@@ -153,7 +153,8 @@ fn collect_runs(path: &Path, prefix: Option<&str>) -> eyre::Result<Vec<RunData>>
     dirs.sort();
     if dirs.is_empty() {
         bail!(
-            "{} holds no reth-bench output ({COMBINED_LATENCY_CSV} in it or in its subfolders)",
+            "{} holds no reth-bench output ({COMBINED_LATENCY_CSV} in it or in its subfolders) \
+             and no txgen report ({TXGEN_REPORT} or a .json report)",
             path.display()
         );
     }

@@ -1,7 +1,9 @@
 //! reth-bench's output folders: `combined_latency.csv` (2.x: ten columns; 1.x: the first seven)
-//! and `total_gas.csv`, latencies in microseconds. Rows are keyed by block number (reth-bench
-//! writes them in order, but nothing here depends on it); every malformed input is an error that
-//! names the file, the line and the problem.
+//! and `total_gas.csv`, latencies in microseconds; and the JSON report of reth-bench's successor,
+//! tempoxyz/txgen (`bench send-blocks --report json:<file>`), read as reth's own converter reads
+//! it (`.github/scripts/bench-txgen-report-to-reth-csv.py`). Rows are keyed by block number
+//! (reth-bench writes them in order, but nothing here depends on it); every malformed input is
+//! an error that names the file, the line (or block) and the problem.
 
 use serde::Serialize;
 use std::{
@@ -11,6 +13,8 @@ use std::{
 
 pub const COMBINED_LATENCY_CSV: &str = "combined_latency.csv";
 pub const TOTAL_GAS_CSV: &str = "total_gas.csv";
+/// The name a txgen report is looked for under in a run folder.
+pub const TXGEN_REPORT: &str = "report.json";
 
 const COMBINED_V1: [&str; 7] = [
     "block_number",
@@ -35,6 +39,10 @@ pub enum Format {
     V1,
     /// reth-bench 2.x: ten columns, with the persistence, execution-cache and sparse-trie waits.
     V2,
+    /// A txgen `send-blocks` JSON report: server-side newPayload latency in microseconds (else
+    /// the client's, in whole milliseconds), forkchoiceUpdated in whole milliseconds, the waits
+    /// where the node reported them.
+    Txgen,
 }
 
 /// One block of `combined_latency.csv` (latencies in microseconds).
@@ -174,8 +182,124 @@ fn field(file: &Path, line: u64, name: &str, value: &str) -> Result<u64, FileErr
     })
 }
 
-/// Reads one reth-bench output folder.
+/// Whether `path` is one run: a reth-bench output folder, a folder holding a txgen report, or a
+/// txgen report file.
+pub fn is_run(path: &Path) -> bool {
+    path.join(COMBINED_LATENCY_CSV).exists()
+        || is_txgen_report(&path.join(TXGEN_REPORT))
+        || (path.extension().is_some_and(|e| e == "json") && is_txgen_report(path))
+}
+
+/// A JSON object with txgen's `run_stats` (not, say, `bench compare`'s own `report.json`).
+fn is_txgen_report(file: &Path) -> bool {
+    file.is_file()
+        && std::fs::read(file).ok().is_some_and(|bytes| {
+            serde_json::from_slice::<serde_json::Value>(&bytes)
+                .is_ok_and(|v| v.get("run_stats").is_some_and(|s| s.is_object()))
+        })
+}
+
+/// Reads one run: a reth-bench output folder, or a txgen report (the file, or a folder holding
+/// `report.json`).
 pub fn read_run(dir: &Path) -> Result<RunData, FileError> {
+    if dir.is_file() {
+        return read_txgen(dir);
+    }
+    if !dir.join(COMBINED_LATENCY_CSV).exists() && is_txgen_report(&dir.join(TXGEN_REPORT)) {
+        return read_txgen(&dir.join(TXGEN_REPORT));
+    }
+    read_reth_bench(dir)
+}
+
+/// txgen's `BlockStats` (crates/bench-core/src/metrics.rs); unknown fields are ignored.
+#[derive(Debug, serde::Deserialize)]
+struct TxgenBlock {
+    number: u64,
+    tx_count: u64,
+    gas_used: u64,
+    gas_limit: u64,
+    new_payload_ms: u64,
+    forkchoice_updated_ms: u64,
+    new_payload_server_latency_us: Option<u64>,
+    persistence_wait_us: Option<u64>,
+    execution_cache_wait_us: Option<u64>,
+    sparse_trie_wait_us: Option<u64>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct TxgenRunStats {
+    duration_ms: u64,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct TxgenReport {
+    #[serde(default)]
+    blocks: Vec<TxgenBlock>,
+    run_stats: Option<TxgenRunStats>,
+}
+
+/// Reads a txgen report. newPayload is the server's latency where the node gave it (as reth's
+/// converter does), forkchoiceUpdated the client's (txgen records it in whole milliseconds),
+/// total their sum; the wall clock is the run's `duration_ms`.
+fn read_txgen(file: &Path) -> Result<RunData, FileError> {
+    let text = std::fs::read(file).map_err(|source| FileError::Io {
+        file: file.to_path_buf(),
+        source,
+    })?;
+    let report: TxgenReport = serde_json::from_slice(&text).map_err(|e| {
+        malformed(
+            file,
+            e.line() as u64,
+            format!("not a txgen send-blocks report: {e}"),
+        )
+    })?;
+    if report.blocks.is_empty() {
+        return Err(malformed(file, 1, "a txgen report without blocks"));
+    }
+    let mut by_block = BTreeMap::new();
+    for b in &report.blocks {
+        if b.gas_used > b.gas_limit {
+            return Err(FileError::Mismatch {
+                file: file.to_path_buf(),
+                problem: format!(
+                    "block {}: gas_used {} exceeds gas_limit {}",
+                    b.number, b.gas_used, b.gas_limit
+                ),
+            });
+        }
+        let new_payload_us = b
+            .new_payload_server_latency_us
+            .unwrap_or(b.new_payload_ms * 1000);
+        let fcu_us = b.forkchoice_updated_ms * 1000;
+        let row = BlockRow {
+            block_number: b.number,
+            gas_limit: b.gas_limit,
+            transaction_count: b.tx_count,
+            gas_used: b.gas_used,
+            new_payload_us,
+            fcu_us,
+            total_us: new_payload_us + fcu_us,
+            persistence_wait_us: b.persistence_wait_us,
+            execution_cache_wait_us: b.execution_cache_wait_us,
+            sparse_trie_wait_us: b.sparse_trie_wait_us,
+        };
+        if by_block.insert(b.number, row).is_some() {
+            return Err(FileError::Mismatch {
+                file: file.to_path_buf(),
+                problem: format!("block {} appears twice", b.number),
+            });
+        }
+    }
+    Ok(RunData {
+        dir: file.to_path_buf(),
+        format: Format::Txgen,
+        blocks: by_block.into_values().collect(),
+        wall_clock_us: report.run_stats.map(|s| s.duration_ms * 1000),
+    })
+}
+
+/// Reads one reth-bench output folder.
+fn read_reth_bench(dir: &Path) -> Result<RunData, FileError> {
     let combined = dir.join(COMBINED_LATENCY_CSV);
     let v2: Vec<&str> = COMBINED_V1
         .iter()
