@@ -147,6 +147,14 @@ fn node_command(port: u16) -> String {
     )
 }
 
+/// A stand-in reth-hybrid-node: its startup line names `storage`, as the real one's does.
+fn hybrid_node_command(port: u16, storage: &str) -> String {
+    format!(
+        "echo '2026-12-01T00:00:00.000000Z  INFO reth-hybrid-node 0.1.0 (test) storage=\"{storage}\"'; {}",
+        node_command(port)
+    )
+}
+
 /// A stand-in reth-bench: writes reth-bench 2.x CSVs for the requested range into --output;
 /// `SLOW` (an env var the node command cannot see) is not needed: latency comes from the
 /// datadir name in the jwt path, so each side has its own speed.
@@ -297,6 +305,19 @@ fn run_interleaves_pairs_resets_datadirs_and_keeps_every_runs_output() {
         );
         assert!(b.join("db/mdbx.dat").exists(), "the datadir is untouched");
     }
+    // Each run records the datadir's bytes per table and engine after it, and the report shows
+    // the moved tables side by side.
+    let last = outcome.config.runs.last().expect("runs");
+    let disk = last.disk.as_ref().expect("disk figures");
+    assert!(
+        disk.tables
+            .iter()
+            .any(|t| t.table == "TransactionHashNumbers" && t.mdbx_bytes > 0),
+        "{disk:?}"
+    );
+    assert!(output.join("baseline-1/disk.json").exists());
+    assert_eq!(last.storage, None, "a node that names no storage");
+
     // A hybrid datadir cannot be reset with reth's unwind (it would not unwind RocksDB).
     let mut unwind = plan.clone();
     unwind.output = tmp.path().join("out-unwind");
@@ -373,4 +394,86 @@ fn real_reth_bench_end_to_end_when_configured() {
 
 fn layout_name(layout: EngineKind) -> String {
     layout.to_string()
+}
+
+#[test]
+fn run_records_which_variant_ran_and_refuses_the_other_one() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = pair(tmp.path());
+    let (pa, pb) = (tmp.path().join("pa"), tmp.path().join("pb"));
+    for (from, to) in [(&a, &pa), (&b, &pb)] {
+        std::process::Command::new("cp")
+            .arg("-a")
+            .arg(from)
+            .arg(to)
+            .status()
+            .expect("cp");
+    }
+    let bench = tmp.path().join("reth-bench");
+    std::fs::write(&bench, FAKE_RETH_BENCH).expect("write");
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&bench)
+        .status()
+        .expect("chmod");
+    let port = free_port();
+    let setup = |name: &str, d: &Path, layout, restore: &Path, storage: &str| Setup {
+        name: name.into(),
+        datadir: d.to_path_buf(),
+        layout,
+        node_command: hybrid_node_command(port, storage),
+        reset: Reset::Restore {
+            from: restore.to_path_buf(),
+        },
+        jwt_secret: d.join("jwt.hex"),
+    };
+    let plan = |out: &str, stock_storage: &str| RunPlan {
+        baseline: setup("stock", &a, EngineKind::Mdbx, &pa, stock_storage),
+        candidate: setup("hybrid", &b, EngineKind::RocksDb, &pb, "hybrid"),
+        reth_bench: bench.display().to_string(),
+        rpc_url: "http://127.0.0.1:1".into(),
+        engine_rpc_url: format!("http://127.0.0.1:{port}"),
+        range: Range::FromTo { from: 200, to: 220 },
+        pairs: 1,
+        warmup_blocks: 0,
+        output: tmp.path().join(out),
+        extra_bench_args: Vec::new(),
+        start_timeout: Duration::from_secs(30),
+        stop_timeout: Duration::from_secs(10),
+    };
+    // The hybrid binary under the stock name: its startup line gives it away.
+    let err = run(&plan("wrong", "hybrid"), &mut Vec::new()).expect_err("the wrong variant");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("baseline node says `storage=hybrid`") && msg.contains("make integration"),
+        "{msg}"
+    );
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the refused node was stopped");
+
+    let outcome = run(&plan("right", "mdbx"), &mut Vec::new()).expect("run");
+    let storages: Vec<(&str, Option<&str>)> = outcome
+        .config
+        .runs
+        .iter()
+        .map(|r| (r.side.as_str(), r.storage.as_deref()))
+        .collect();
+    assert_eq!(
+        storages,
+        [("baseline", Some("mdbx")), ("candidate", Some("hybrid"))],
+        "each run records the storage its node named"
+    );
+}
+
+#[test]
+fn the_startup_line_names_the_storage() {
+    use reth_hybrid_bench::reth_bench::orchestrate::reported_storage;
+    let reth_terminal = "2026-12-01T17:00:00.123456Z  INFO reth-hybrid-node 0.1.0 (hybrid: history and tx-hash index in RocksDB) storage=\"hybrid\"";
+    assert_eq!(reported_storage(reth_terminal).as_deref(), Some("hybrid"));
+    let plain = "INFO reth_hybrid: reth-hybrid-node 0.1.0 (stock MDBX) storage=mdbx";
+    assert_eq!(reported_storage(plain).as_deref(), Some("mdbx"));
+    assert_eq!(
+        reported_storage("INFO reth::cli: Starting reth version=2.5.1 storage=whatever"),
+        None,
+        "only reth-hybrid-node's own line counts"
+    );
 }

@@ -5,11 +5,17 @@
 //! given block, or a restore from a pristine copy, `restore::Swap`), the node starts, the engine
 //! port is awaited, reth-bench runs (warmup blocks first, in their own folder), and the node
 //! stops. Every run keeps its raw output (CSVs, reth-bench and node logs) in its own folder.
+//!
+//! Each run proves which variant ran: a reth-hybrid-node names its storage in its startup line
+//! (`storage=hybrid` or `storage=mdbx`), which must match the side's layout, and after the run the
+//! datadir's history must still be where the side's label says (a hybrid binary under the stock
+//! name would have moved it). The datadir's bytes per table and engine after the run are kept
+//! (`disk.json`) for the report.
 
 use crate::reth_bench::{
     guard::{GuardError, Target, check_datadir, check_paths},
-    preflight::{check_pair, inspect},
-    report::{RunConfig, RunRecord, SetupConfig},
+    preflight::{check_layout, check_pair, inspect},
+    report::{DiskRecord, RunConfig, RunRecord, SetupConfig},
     restore::{RestoreError, Swap, recover},
 };
 use reth_hybrid_api::EngineKind;
@@ -112,6 +118,25 @@ pub enum RunError {
     BadUrl { url: String, reason: String },
     #[error("{output} already holds runs; pass a new --output folder")]
     OutputExists { output: PathBuf },
+    #[error(
+        "the {side} node says `storage={reported}` at startup, but the {side} is labelled \
+         {expected}: its binary is the other variant (rebuild with `make integration`, which \
+         checks each variant's --version); see {log}"
+    )]
+    WrongVariant {
+        side: String,
+        reported: String,
+        expected: String,
+        log: PathBuf,
+    },
+    #[error("after the {side} run: {source}")]
+    AfterRun {
+        side: String,
+        #[source]
+        source: crate::reth_bench::preflight::PreflightError,
+    },
+    #[error("reading the {side} datadir's sizes after its run: {reason}")]
+    Disk { side: String, reason: String },
     #[error("I/O on {path}")]
     Io {
         path: PathBuf,
@@ -282,6 +307,58 @@ impl Drop for Node {
     }
 }
 
+/// The storage a reth-hybrid-node's startup line names (`storage=hybrid`, `storage="mdbx"`);
+/// `None` for a node that prints none (stock reth).
+pub fn reported_storage(log: &str) -> Option<String> {
+    log.lines()
+        .filter(|l| l.contains("reth-hybrid-node"))
+        .find_map(|l| {
+            let rest = &l[l.find("storage=")? + "storage=".len()..];
+            let word: String = rest
+                .trim_start_matches('"')
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect();
+            (!word.is_empty()).then_some(word)
+        })
+}
+
+/// The storage a side's layout needs its node to run.
+fn expected_storage(layout: EngineKind) -> &'static str {
+    match layout {
+        EngineKind::Mdbx => "mdbx",
+        EngineKind::RocksDb => "hybrid",
+    }
+}
+
+/// Refuses a run whose node names another storage than the side's layout needs.
+fn check_variant(setup: &Setup, side: &str, log: &Path) -> Result<Option<String>, RunError> {
+    let text = std::fs::read_to_string(log).map_err(io(log))?;
+    let reported = reported_storage(&text);
+    let expected = expected_storage(setup.layout);
+    match &reported {
+        Some(r) if r != expected => Err(RunError::WrongVariant {
+            side: side.to_string(),
+            reported: r.clone(),
+            expected: format!("{} (needs storage={expected})", setup.layout),
+            log: log.to_path_buf(),
+        }),
+        _ => Ok(reported),
+    }
+}
+
+/// The datadir's bytes per table and engine, written to `disk.json` in the run folder.
+fn record_disk(setup: &Setup, side: &str, dir: &Path) -> Result<DiskRecord, RunError> {
+    let disk = DiskRecord::read(&setup.datadir).map_err(|reason| RunError::Disk {
+        side: side.to_string(),
+        reason,
+    })?;
+    let path = dir.join("disk.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&disk).expect("serializes"))
+        .map_err(io(&path))?;
+    Ok(disk)
+}
+
 fn reset(setup: &Setup, target: &Target, start: u64, dir: &Path) -> Result<(), RunError> {
     match &setup.reset {
         Reset::Restore { from } => {
@@ -441,7 +518,12 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
         let node_log = dir.join("node.log");
         let mut node = Node::start(setup, &node_log)?;
         node.wait_for_port(side, &addr, plan.start_timeout, &node_log)?;
-        let _ = writeln!(log, "{side} run {k}: node up on {addr}");
+        let storage = check_variant(setup, side, &node_log)?;
+        let _ = writeln!(
+            log,
+            "{side} run {k}: node up on {addr} (storage: {})",
+            storage.as_deref().unwrap_or("not reported")
+        );
         let (measured, advance) = match plan.range {
             Range::FromTo { to, .. } => ((start + w, to), None),
             Range::Advance(n) => ((0, 0), Some(n)),
@@ -464,11 +546,21 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
         let result = run_logged(cmd, "reth-bench", &dir.join("reth-bench.log"));
         node.stop(plan.stop_timeout);
         result?;
+        // The run wrote its blocks: its history must still be where the label says.
+        inspect(&setup.datadir)
+            .and_then(|facts| check_layout(&facts, setup.layout))
+            .map_err(|source| RunError::AfterRun {
+                side: side.to_string(),
+                source,
+            })?;
+        let disk = record_disk(setup, side, &dir)?;
         records.push(RunRecord {
             side: side.to_string(),
             index: k,
             output: dir.display().to_string(),
             command,
+            storage,
+            disk: Some(disk),
         });
         if is_candidate {
             outcome.candidate.push(dir);

@@ -32,6 +32,154 @@ pub struct RunRecord {
     pub index: usize,
     pub output: String,
     pub command: String,
+    /// The storage the node named in its startup line (`hybrid`, `mdbx`); `None`: not a
+    /// reth-hybrid-node.
+    #[serde(default)]
+    pub storage: Option<String>,
+    /// The datadir's sizes after the run.
+    #[serde(default)]
+    pub disk: Option<DiskRecord>,
+}
+
+/// A datadir's bytes after a run, per table and engine.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DiskRecord {
+    /// Tables with rows or bytes in either engine.
+    pub tables: Vec<TableDisk>,
+    /// `mdbx.dat` (free pages included).
+    pub mdbx_file_bytes: u64,
+    /// Every file under `<datadir>/hybrid-rocksdb`.
+    pub rocksdb_dir_bytes: u64,
+    /// `<datadir>/static_files` (headers, transactions, receipts...: the same on both sides).
+    pub static_files_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TableDisk {
+    pub table: String,
+    /// The engine the layout routes it to.
+    pub engine: String,
+    pub mdbx_bytes: u64,
+    /// SST files plus memtables.
+    pub rocksdb_bytes: u64,
+}
+
+impl DiskRecord {
+    /// Reads a datadir's sizes (read-only; the node must be stopped).
+    pub fn read(datadir: &std::path::Path) -> Result<Self, String> {
+        let s = reth_hybrid_migrate::stats::stats(datadir, false).map_err(|e| e.to_string())?;
+        Ok(Self {
+            tables: s
+                .tables
+                .iter()
+                .filter(|t| t.mdbx_bytes > 0 || t.rocksdb_bytes > 0)
+                .map(|t| TableDisk {
+                    table: t.table.name().to_string(),
+                    engine: t.engine.as_str().to_string(),
+                    mdbx_bytes: t.mdbx_bytes,
+                    rocksdb_bytes: t.rocksdb_bytes,
+                })
+                .collect(),
+            mdbx_file_bytes: s.mdbx_file_bytes,
+            rocksdb_dir_bytes: s.rocksdb_dir_bytes,
+            static_files_bytes: dir_bytes(&datadir.join("static_files")),
+        })
+    }
+
+    fn table(&self, name: &str) -> Option<&TableDisk> {
+        self.tables.iter().find(|t| t.table == name)
+    }
+}
+
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+                    Ok(_) => e.metadata().map_or(0, |m| m.len()),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// The disk section: each side's last run, the moved tables side by side.
+fn disk_section(s: &mut String, cfg: &RunConfig) {
+    let last = |side: &str| {
+        cfg.runs
+            .iter()
+            .rev()
+            .find(|r| r.side == side)
+            .and_then(|r| r.disk.as_ref())
+    };
+    let (Some(b), Some(k)) = (last("baseline"), last("candidate")) else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "
+### Disk after the last run of each side
+"
+    );
+    let _ = writeln!(
+        s,
+        "| table | {} | {} | {}/{} |",
+        cfg.baseline.name, cfg.candidate.name, cfg.candidate.name, cfg.baseline.name
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|");
+    let cell = |t: Option<&TableDisk>| match t {
+        None => (String::from("-"), 0),
+        Some(t) => {
+            let bytes = t.mdbx_bytes + t.rocksdb_bytes;
+            (format!("{} ({})", mib(bytes), t.engine), bytes)
+        }
+    };
+    let mut names: Vec<&str> = b.tables.iter().map(|t| t.table.as_str()).collect();
+    for t in &k.tables {
+        if !names.contains(&t.table.as_str()) {
+            names.push(&t.table);
+        }
+    }
+    let (mut moved_b, mut moved_k) = (0u64, 0u64);
+    for name in names {
+        let ((bc, bb), (kc, kb)) = (cell(b.table(name)), cell(k.table(name)));
+        let ratio = if bb > 0 {
+            format!("{:.2}x", kb as f64 / bb as f64)
+        } else {
+            String::from("-")
+        };
+        let _ = writeln!(s, "| {name} | {bc} | {kc} | {ratio} |");
+        if k.table(name).is_some_and(|t| t.engine == "rocksdb") {
+            moved_b += bb;
+            moved_k += kb;
+        }
+    }
+    for (what, bv, kv) in [
+        ("mdbx.dat", b.mdbx_file_bytes, k.mdbx_file_bytes),
+        ("hybrid-rocksdb/", b.rocksdb_dir_bytes, k.rocksdb_dir_bytes),
+        ("static_files/", b.static_files_bytes, k.static_files_bytes),
+    ] {
+        let _ = writeln!(s, "| **{what}** | {} | {} | |", mib(bv), mib(kv));
+    }
+    if moved_b > 0 {
+        let _ = writeln!(
+            s,
+            "
+The tables {} keeps in RocksDB: {} there vs {} in {}'s MDBX: **{:.2}x**.",
+            cfg.candidate.name,
+            mib(moved_k),
+            mib(moved_b),
+            cfg.baseline.name,
+            moved_k as f64 / moved_b as f64
+        );
+    }
 }
 
 fn mark(v: Verdict) -> &'static str {
@@ -123,10 +271,26 @@ pub fn markdown(c: &Comparison, config: Option<&RunConfig>) -> String {
         k.new_payload.p99_ms
     );
     if let (Some(bp), Some(kp)) = (b.persistence_wait, k.persistence_wait) {
+        let m = metric("persistence wait mean");
         let _ = writeln!(
             s,
-            "| persistence wait mean | {:.3} ms | {:.3} ms | |",
-            bp.mean_ms, kp.mean_ms
+            "| persistence wait mean | {:.3} ms | {:.3} ms | {} |",
+            bp.mean_ms,
+            kp.mean_ms,
+            change_cell(m)
+        );
+        let _ = writeln!(
+            s,
+            "| persistence wait p50 / p90 / p99 | {:.3} / {:.3} / {:.3} ms | {:.3} / {:.3} / {:.3} ms | |",
+            bp.p50_ms, bp.p90_ms, bp.p99_ms, kp.p50_ms, kp.p90_ms, kp.p99_ms
+        );
+        let w = metric("Ggas/s incl. persistence waits");
+        let _ = writeln!(
+            s,
+            "| Throughput incl. persistence waits (Ggas/s, gas / Σ (latency + wait)) | {:.4} | {:.4} | {} |",
+            b.ggas_per_second_with_waits,
+            k.ggas_per_second_with_waits,
+            change_cell(w)
         );
     }
     let _ = writeln!(
@@ -181,9 +345,17 @@ pub fn markdown(c: &Comparison, config: Option<&RunConfig>) -> String {
                 setup.name, setup.datadir, setup.layout, setup.node_command
             );
         }
+        disk_section(&mut s, cfg);
         let _ = writeln!(s, "\n### Command lines\n");
         for r in &cfg.runs {
-            let _ = writeln!(s, "- {} #{}: `{}`", r.side, r.index, r.command);
+            let _ = writeln!(
+                s,
+                "- {} #{} (node storage: {}): `{}`",
+                r.side,
+                r.index,
+                r.storage.as_deref().unwrap_or("not reported"),
+                r.command
+            );
         }
     }
     s

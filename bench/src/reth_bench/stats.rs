@@ -76,6 +76,8 @@ pub struct SideSummary {
     pub wall_clock_seconds: Option<f64>,
     /// Total gas / Σ total latency.
     pub ggas_per_second: f64,
+    /// Total gas / Σ (total latency + persistence wait).
+    pub ggas_per_second_with_waits: f64,
     /// Total gas / wall clock.
     pub wall_clock_ggas_per_second: Option<f64>,
     pub new_payload: Dist,
@@ -90,6 +92,7 @@ fn summarize(name: &str, runs: &[RunData]) -> SideSummary {
     let total_gas: u64 = rows.iter().map(|r| r.gas_used).sum();
     let execution_us: u64 = rows.iter().map(|r| r.total_us).sum();
     let wall_us: Option<u64> = runs.iter().map(|r| r.wall_clock_us).sum();
+    let waits_us: u64 = rows.iter().filter_map(|r| r.persistence_wait_us).sum();
     let waits: Option<Vec<f64>> = rows
         .iter()
         .map(|r| r.persistence_wait_us.map(|w| w as f64))
@@ -106,6 +109,9 @@ fn summarize(name: &str, runs: &[RunData]) -> SideSummary {
         execution_seconds: execution_us as f64 / 1e6,
         wall_clock_seconds: wall_us.map(|w| w as f64 / 1e6),
         ggas_per_second: total_gas as f64 / (execution_us.max(1) as f64 / 1e6) / 1e9,
+        ggas_per_second_with_waits: total_gas as f64
+            / ((execution_us + waits_us).max(1) as f64 / 1e6)
+            / 1e9,
         wall_clock_ggas_per_second: wall_us
             .map(|w| total_gas as f64 / (w.max(1) as f64 / 1e6) / 1e9),
         new_payload: dist_us(rows.iter().map(|r| r.new_payload_us as f64)),
@@ -198,29 +204,50 @@ pub enum CompareError {
     },
 }
 
-/// Per block of one side: (gas, newPayload, fcu, total) averaged over the runs that have it.
-type BlockMeans = BTreeMap<u64, (u64, f64, f64, f64)>;
+/// One block's numbers: gas, then newPayload, FCU, total latency and persistence wait (µs;
+/// the wait is 0 where the format has none).
+type Row = (u64, f64, f64, f64, f64);
+
+/// Per block of one side: its row averaged over the runs that have it.
+type BlockMeans = BTreeMap<u64, Row>;
+
+fn row(b: &crate::reth_bench::files::BlockRow) -> Row {
+    (
+        b.gas_used,
+        b.new_payload_us as f64,
+        b.fcu_us as f64,
+        b.total_us as f64,
+        b.persistence_wait_us.unwrap_or(0) as f64,
+    )
+}
 
 fn block_means(runs: &[RunData]) -> BlockMeans {
-    let mut acc: BTreeMap<u64, (u64, f64, f64, f64, f64)> = BTreeMap::new();
+    let mut acc: BTreeMap<u64, (Row, f64)> = BTreeMap::new();
     for run in runs {
         for b in &run.blocks {
+            let r = row(b);
             let e = acc
                 .entry(b.block_number)
-                .or_insert((b.gas_used, 0.0, 0.0, 0.0, 0.0));
-            e.1 += b.new_payload_us as f64;
-            e.2 += b.fcu_us as f64;
-            e.3 += b.total_us as f64;
-            e.4 += 1.0;
+                .or_insert(((b.gas_used, 0.0, 0.0, 0.0, 0.0), 0.0));
+            e.0.1 += r.1;
+            e.0.2 += r.2;
+            e.0.3 += r.3;
+            e.0.4 += r.4;
+            e.1 += 1.0;
         }
     }
     acc.into_iter()
-        .map(|(k, (g, np, fcu, t, n))| (k, (g, np / n, fcu / n, t / n)))
+        .map(|(k, ((g, np, fcu, t, w), n))| (k, (g, np / n, fcu / n, t / n, w / n)))
         .collect()
 }
 
-/// The compared metrics over a set of (gas, newPayload, fcu, total) rows.
-const METRICS: [(&str, &str, bool); 7] = [
+/// How many metrics are compared.
+const METRIC_COUNT: usize = 9;
+
+/// The compared metrics over a set of rows. reth_newPayload's latency leaves out the time the
+/// node waited for persistence; the metrics "incl. persistence waits" add it back, so storage
+/// that persists faster (or slower) shows in them.
+const METRICS: [(&str, &str, bool); METRIC_COUNT] = [
     ("Ggas/s", "Ggas/s", true),
     ("total latency mean", "ms", false),
     ("total latency p50", "ms", false),
@@ -228,12 +255,15 @@ const METRICS: [(&str, &str, bool); 7] = [
     ("total latency p99", "ms", false),
     ("newPayload mean", "ms", false),
     ("FCU mean", "ms", false),
+    ("Ggas/s incl. persistence waits", "Ggas/s", true),
+    ("persistence wait mean", "ms", false),
 ];
 
-fn metric_values(rows: &[(u64, f64, f64, f64)], scratch: &mut Vec<f64>) -> [f64; 7] {
+fn metric_values(rows: &[Row], scratch: &mut Vec<f64>) -> [f64; METRIC_COUNT] {
     let n = rows.len().max(1) as f64;
     let gas: f64 = rows.iter().map(|r| r.0 as f64).sum();
     let total: f64 = rows.iter().map(|r| r.3).sum();
+    let waits: f64 = rows.iter().map(|r| r.4).sum();
     scratch.clear();
     scratch.extend(rows.iter().map(|r| r.3 / 1000.0));
     scratch.sort_by(f64::total_cmp);
@@ -245,6 +275,8 @@ fn metric_values(rows: &[(u64, f64, f64, f64)], scratch: &mut Vec<f64>) -> [f64;
         percentile_sorted(scratch, 99.0),
         rows.iter().map(|r| r.1).sum::<f64>() / n / 1000.0,
         rows.iter().map(|r| r.2).sum::<f64>() / n / 1000.0,
+        gas / ((total + waits).max(1.0) / 1e6) / 1e9,
+        waits / n / 1000.0,
     ]
 }
 
@@ -308,25 +340,18 @@ pub fn compare(
     let mut rng = KeyGen::new(opts.seed);
     let iterations = opts.bootstrap_iterations.max(1);
     let runs_mode = baseline.len() >= 2 && candidate.len() >= 2;
-    let (point, samples): ([f64; 7], Vec<[f64; 7]>) = if runs_mode {
+    let (point, samples): ([f64; METRIC_COUNT], Vec<[f64; METRIC_COUNT]>) = if runs_mode {
         // Each run's metrics over the matched blocks; resample runs per side.
-        let per_run = |runs: &[RunData], scratch: &mut Vec<f64>| -> Vec<[f64; 7]> {
+        let per_run = |runs: &[RunData], scratch: &mut Vec<f64>| -> Vec<[f64; METRIC_COUNT]> {
             runs.iter()
                 .map(|r| {
-                    let rows: Vec<_> = r
+                    let rows: Vec<Row> = r
                         .blocks
                         .iter()
                         .filter(|b| {
                             bm.contains_key(&b.block_number) && cm.contains_key(&b.block_number)
                         })
-                        .map(|b| {
-                            (
-                                b.gas_used,
-                                b.new_payload_us as f64,
-                                b.fcu_us as f64,
-                                b.total_us as f64,
-                            )
-                        })
+                        .map(row)
                         .collect();
                     metric_values(&rows, scratch)
                 })
@@ -336,10 +361,10 @@ pub fn compare(
             per_run(baseline, &mut scratch),
             per_run(candidate, &mut scratch),
         );
-        let mean_of = |sel: &[usize], v: &[[f64; 7]]| -> [f64; 7] {
-            let mut out = [0.0; 7];
+        let mean_of = |sel: &[usize], v: &[[f64; METRIC_COUNT]]| -> [f64; METRIC_COUNT] {
+            let mut out = [0.0; METRIC_COUNT];
             for i in sel {
-                for m in 0..7 {
+                for m in 0..METRIC_COUNT {
                     out[m] += v[*i][m] / sel.len() as f64;
                 }
             }
@@ -390,7 +415,7 @@ pub fn compare(
             .collect();
         (point, samples)
     };
-    let side_values = |s: &SideSummary| -> [f64; 7] {
+    let side_values = |s: &SideSummary| -> [f64; METRIC_COUNT] {
         [
             s.ggas_per_second,
             s.total.mean_ms,
@@ -399,6 +424,8 @@ pub fn compare(
             s.total.p99_ms,
             s.new_payload.mean_ms,
             s.fcu.mean_ms,
+            s.ggas_per_second_with_waits,
+            s.persistence_wait.map_or(0.0, |w| w.mean_ms),
         ]
     };
     let (bv, cv) = (side_values(&bs), side_values(&cs));
