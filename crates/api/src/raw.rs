@@ -10,7 +10,7 @@
 //! `Database::TX: Send + Sync + 'static` and cursors without a lifetime.
 
 use crate::{DatabaseError, tables::Tables};
-use std::{fmt::Debug, path::PathBuf};
+use std::{fmt::Debug, path::PathBuf, sync::Arc};
 
 /// A key and a value, owned.
 pub type RawPair = (Vec<u8>, Vec<u8>);
@@ -102,7 +102,18 @@ pub trait RawTx: Send + Sync + Debug + 'static {
     fn check_alive(&self) -> RawResult<()> {
         Ok(())
     }
+
+    /// [`RawTx::check_alive`] as a handle that outlives the call: the hybrid gives it to every
+    /// follower cursor it opens, so a RocksDB cursor of a reader that reth's MDBX timed out
+    /// fails on its next move, as that reader's MDBX cursors do. `None`: nothing can end this
+    /// transaction on its own.
+    fn liveness(&self) -> Option<Liveness> {
+        None
+    }
 }
+
+/// Fails once the transaction it was taken from has been ended by its engine.
+pub type Liveness = Arc<dyn Fn() -> RawResult<()> + Send + Sync>;
 
 /// Writes. All take `&self` (as reth's `DbTxMut`): engines serialize them internally.
 pub trait RawTxMut: RawTx {

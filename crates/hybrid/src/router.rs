@@ -14,7 +14,10 @@ use crate::{
 use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
 use reth_hybrid_api::{
     DatabaseError, EngineKind, Tables,
-    raw::{RawCursor, RawCursorMut, RawEngine, RawPair, RawReplay, RawResult, RawTx, RawTxMut},
+    raw::{
+        Liveness, RawCursor, RawCursorMut, RawEngine, RawPair, RawReplay, RawResult, RawTx,
+        RawTxMut,
+    },
 };
 use std::{
     path::{Path, PathBuf},
@@ -279,10 +282,24 @@ fn settle_layout<P: RawEngine, F: RawEngine>(
 }
 
 /// A cursor of whichever engine holds the table.
-#[derive(Debug)]
 pub enum Routed<A, B> {
     Primary(A),
-    Follower(B),
+    /// A follower cursor with its reader's primary liveness, checked before every move: a
+    /// reader the primary ended (reth's read timeout) can no longer read the follower either.
+    Follower(B, Option<Liveness>),
+}
+
+impl<A: std::fmt::Debug, B: std::fmt::Debug> std::fmt::Debug for Routed<A, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Primary(c) => f.debug_tuple("Primary").field(c).finish(),
+            Self::Follower(c, alive) => f
+                .debug_tuple("Follower")
+                .field(c)
+                .field(&alive.is_some())
+                .finish(),
+        }
+    }
 }
 
 /// A routed cursor that records its operations: seeks timed, steps counted.
@@ -380,7 +397,12 @@ macro_rules! route {
     ($self:expr, $c:ident => $e:expr) => {
         match $self {
             Routed::Primary($c) => $e,
-            Routed::Follower($c) => $e,
+            Routed::Follower($c, alive) => {
+                if let Some(alive) = alive {
+                    alive()?;
+                }
+                $e
+            }
         }
     };
 }
@@ -493,7 +515,7 @@ macro_rules! routed_reads {
                 EngineKind::Mdbx => Routed::Primary(self.primary.cursor(table)?),
                 EngineKind::RocksDb => {
                     self.primary.check_alive()?;
-                    Routed::Follower(self.follower.cursor(table)?)
+                    Routed::Follower(self.follower.cursor(table)?, self.primary.liveness())
                 }
             };
             Ok(Metered::new(routed, table, engine))
@@ -501,6 +523,15 @@ macro_rules! routed_reads {
 
         fn entries(&self, table: Tables) -> RawResult<usize> {
             by_table!(self, table, Op::Entries, tx => tx.entries(table))
+        }
+
+        /// The primary decides: a reader it ended has ended whole.
+        fn check_alive(&self) -> RawResult<()> {
+            self.primary.check_alive()
+        }
+
+        fn liveness(&self) -> Option<Liveness> {
+            self.primary.liveness()
         }
     };
 }
@@ -581,7 +612,9 @@ impl<P: RawEngine, F: RawReplay> RawTxMut for HybridTxMut<P, F> {
         let engine = self.layout.engine_of(table);
         let routed = match engine {
             EngineKind::Mdbx => Routed::Primary(self.primary.cursor_mut(table)?),
-            EngineKind::RocksDb => Routed::Follower(self.follower.cursor_mut(table)?),
+            EngineKind::RocksDb => {
+                Routed::Follower(self.follower.cursor_mut(table)?, self.primary.liveness())
+            }
         };
         Ok(Metered::new(routed, table, engine))
     }

@@ -7,6 +7,7 @@
 use alloy_primitives::B256;
 use reth_db::mdbx::{DatabaseArguments, MaxReadTransactionDuration};
 use reth_db_api::{
+    cursor::DbCursorRO,
     database::{Database, ReaderTxnTracker},
     models::ClientVersion,
     tables::{CanonicalHeaders, TransactionHashNumbers},
@@ -40,9 +41,21 @@ fn a_long_read_is_aborted_unless_its_safety_is_disabled() {
     let db = open(dir.path(), Some(MaxReadTransactionDuration::Set(MAX_READ)));
     commit_block(&db, 1);
 
+    commit_block(&db, 2);
     let timed = db.tx().expect("ro");
+    // Cursors opened before the timeout, one per engine, each with a move left to make.
+    let mut mdbx_cursor = timed.cursor_read::<CanonicalHeaders>().expect("cursor");
+    let mut rocksdb_cursor = timed
+        .cursor_read::<TransactionHashNumbers>()
+        .expect("cursor");
+    assert!(mdbx_cursor.first().expect("first").is_some());
+    assert!(rocksdb_cursor.first().expect("first").is_some());
     let mut exempt = db.tx().expect("ro");
     exempt.disable_long_read_transaction_safety();
+    let mut exempt_cursor = exempt
+        .cursor_read::<TransactionHashNumbers>()
+        .expect("cursor");
+    assert!(exempt_cursor.first().expect("first").is_some());
     std::thread::sleep(MAX_READ + MONITOR_INTERVAL + Duration::from_secs(1));
 
     let err = timed
@@ -58,6 +71,20 @@ fn a_long_read_is_aborted_unless_its_safety_is_disabled() {
         .get::<TransactionHashNumbers>(B256::repeat_byte(1))
         .expect_err("a timed-out hybrid reader fails whole, RocksDB reads included");
     assert!(err.to_string().contains("timed out"), "{err}");
+    // Cursors too: reth's MDBX cursor of the timed-out reader fails on its next move, and so
+    // does its RocksDB cursor, which would otherwise step on through its snapshot.
+    let err = mdbx_cursor
+        .next()
+        .expect_err("reth's MDBX cursor of a timed-out reader fails");
+    assert!(err.to_string().contains("timed out"), "{err}");
+    let err = rocksdb_cursor
+        .next()
+        .expect_err("the RocksDB cursor of a timed-out hybrid reader fails too");
+    assert!(err.to_string().contains("timed out"), "{err}");
+    assert!(
+        exempt_cursor.next().expect("exempt cursor").is_some(),
+        "a cursor of an exempt reader moves on"
+    );
     assert_eq!(
         exempt.get::<CanonicalHeaders>(1).expect("mdbx read"),
         Some(B256::repeat_byte(1)),
