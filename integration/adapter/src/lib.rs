@@ -6,11 +6,14 @@
 //!   `TableImporter`, cursor traits and `DatabaseMetrics`, generically over reth's tables.
 //! - [`open_hybrid`]: the node's database: reth's MDBX for hot state, RocksDB for the history
 //!   indices and the tx-hash index, one commit across both.
+//! - [`RethDbMetrics`]: reth's own `reth_database_*` metrics, recorded at reth's trait calls.
 
 mod open;
+mod reth_db_metrics;
 mod reth_mdbx;
 mod upstream;
 
 pub use open::{HybridNodeDb, enable_metrics, open_hybrid};
+pub use reth_db_metrics::RethDbMetrics;
 pub use reth_mdbx::{RethCursor, RethMdbx, RethTx};
 pub use upstream::{RethGauges, UpstreamCursor, UpstreamDatabase, UpstreamTx, to_reth};

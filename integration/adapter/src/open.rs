@@ -1,6 +1,6 @@
 //! Opening a datadir as the hybrid node database.
 
-use crate::{reth_mdbx::RethMdbx, upstream::UpstreamDatabase};
+use crate::{reth_db_metrics::RethDbMetrics, reth_mdbx::RethMdbx, upstream::UpstreamDatabase};
 use reth_db::{DatabaseEnv, mdbx::DatabaseArguments};
 use reth_hybrid_api::{DatabaseError, DatabaseErrorInfo};
 use reth_hybrid_hybrid::{HybridDb, HybridOptions};
@@ -72,6 +72,19 @@ pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<Hybr
     Ok(UpstreamDatabase::new(hybrid).with_extra_gauges(move || {
         reth_db_api::database_metrics::DatabaseMetrics::gauge_metrics(&*env)
     }))
+}
+
+impl HybridNodeDb {
+    /// Records reth's own database metrics (`reth_database_*`) as a stock node does unless run
+    /// with `--db.disable-metrics`: operations and transactions at reth's calls, MDBX's commit
+    /// latency breakdown at each MDBX commit.
+    pub fn with_reth_database_metrics(self) -> Self {
+        let metrics = Arc::new(RethDbMetrics::new());
+        self.engine()
+            .primary()
+            .record_commit_latency(Arc::clone(&metrics));
+        self.with_reth_metrics(metrics)
+    }
 }
 
 /// Turns on reth-hybrid's operation and commit-phase metrics inside reth's node: they go to

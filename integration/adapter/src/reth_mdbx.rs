@@ -3,13 +3,17 @@
 //! in one process would clash, and reth opens the same files. Every move maps to the MDBX
 //! operation of the same name, so the conformance suite holds here as on our own MDBX engine.
 
+use crate::reth_db_metrics::{Mode, RethDbMetrics};
 use reth_db::DatabaseEnv;
 use reth_hybrid_api::{
     DatabaseError, DatabaseErrorInfo, DatabaseWriteError, DatabaseWriteOperation, Tables,
-    raw::{RawCursor, RawCursorMut, RawEngine, RawPair, RawResult, RawTx, RawTxMut},
+    raw::{Liveness, RawCursor, RawCursorMut, RawEngine, RawPair, RawResult, RawTx, RawTxMut},
 };
 use reth_libmdbx::{RO, RW, TransactionKind, WriteFlags};
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::PathBuf,
+    sync::{Arc, OnceLock},
+};
 
 fn info(e: reth_libmdbx::Error, table: Option<Tables>) -> DatabaseErrorInfo {
     let message = match table {
@@ -38,6 +42,8 @@ fn write_err(
 pub struct RethMdbx {
     env: Arc<DatabaseEnv>,
     dbis: Arc<[Option<u32>; Tables::COUNT]>,
+    /// Set once reth's database metrics are on: every commit records MDBX's latency breakdown.
+    metrics: Arc<OnceLock<Arc<RethDbMetrics>>>,
 }
 
 impl std::fmt::Debug for RethMdbx {
@@ -64,7 +70,14 @@ impl RethMdbx {
         Ok(Self {
             env,
             dbis: Arc::new(dbis),
+            metrics: Arc::default(),
         })
+    }
+
+    /// Records MDBX's account of every commit from now on (`commit_*_duration_seconds`, as
+    /// reth's `Tx` records them). A second call keeps the first metrics.
+    pub fn record_commit_latency(&self, metrics: Arc<RethDbMetrics>) {
+        let _ = self.metrics.set(metrics);
     }
 
     /// The wrapped environment.
@@ -86,6 +99,7 @@ impl RethMdbx {
 pub struct RethTx<K: TransactionKind> {
     tx: reth_libmdbx::Transaction<K>,
     dbis: Arc<[Option<u32>; Tables::COUNT]>,
+    metrics: Option<Arc<RethDbMetrics>>,
 }
 
 impl<K: TransactionKind> std::fmt::Debug for RethTx<K> {
@@ -132,6 +146,7 @@ impl RawEngine for RethMdbx {
         Ok(RethTx {
             tx,
             dbis: Arc::clone(&self.dbis),
+            metrics: self.metrics.get().cloned(),
         })
     }
 
@@ -152,6 +167,7 @@ impl RawEngine for RethMdbx {
         Ok(RethTx {
             tx,
             dbis: Arc::clone(&self.dbis),
+            metrics: self.metrics.get().cloned(),
         })
     }
 }
@@ -184,10 +200,19 @@ impl<K: TransactionKind> RawTx for RethTx<K> {
     }
 
     fn commit(self) -> RawResult<()> {
-        self.tx
+        let latency = self
+            .tx
             .commit()
-            .map(|_| ())
-            .map_err(|e| DatabaseError::Commit(info(e, None)))
+            .map_err(|e| DatabaseError::Commit(info(e, None)))?;
+        if let Some(metrics) = &self.metrics {
+            let mode = if K::IS_READ_ONLY {
+                Mode::ReadOnly
+            } else {
+                Mode::ReadWrite
+            };
+            metrics.commit_latency(mode).record(&latency);
+        }
+        Ok(())
     }
 
     fn abort(self) {
@@ -201,11 +226,25 @@ impl<K: TransactionKind> RawTx for RethTx<K> {
 
     /// reth's monitor resets a timed-out read transaction; every call on it then fails.
     fn check_alive(&self) -> RawResult<()> {
-        self.tx
-            .id()
-            .map(|_| ())
-            .map_err(|e| DatabaseError::Read(info(e, None)))
+        alive(&self.tx)
     }
+
+    /// A clone of the transaction handle (as reth-libmdbx's own cursors hold one), so a RocksDB
+    /// cursor of this reader fails once the monitor reset it.
+    fn liveness(&self) -> Option<Liveness> {
+        if !K::IS_READ_ONLY {
+            return None;
+        }
+        let tx = self.tx.clone();
+        Some(Arc::new(move || alive(&tx)))
+    }
+}
+
+/// Every call on a transaction reth's monitor reset fails with `ReadTransactionTimeout`.
+fn alive<K: TransactionKind>(tx: &reth_libmdbx::Transaction<K>) -> RawResult<()> {
+    tx.id()
+        .map(|_| ())
+        .map_err(|e| DatabaseError::Read(info(e, None)))
 }
 
 impl RawTxMut for RethTx<RW> {

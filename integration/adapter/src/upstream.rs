@@ -3,6 +3,9 @@
 //! reth's `Table` types: each call finds the table by `T::NAME` in our catalogue and moves the
 //! bytes reth's own codecs produce (`Encode`, `Compress`); nothing here knows any single table.
 
+use crate::reth_db_metrics::{
+    self, Mode, Operation, Outcome, RethDbMetrics, TableOperations, TxMetrics,
+};
 use reth_db_api::{
     common::{IterPairResult, PairResult, ValueOnlyResult},
     cursor::{
@@ -121,6 +124,8 @@ pub struct UpstreamDatabase<E> {
     /// Gauges reported before the engine's own (in the node: reth's MDBX gauges, exactly as a
     /// stock node reports them).
     extra_gauges: Option<Arc<dyn Fn() -> RethGauges + Send + Sync>>,
+    /// reth's `reth_database_*` metrics, recorded as reth's MDBX `Tx` records them.
+    reth_metrics: Option<Arc<RethDbMetrics>>,
 }
 
 impl<E: std::fmt::Debug> std::fmt::Debug for UpstreamDatabase<E> {
@@ -136,6 +141,7 @@ impl<E> Clone for UpstreamDatabase<E> {
         Self {
             engine: Arc::clone(&self.engine),
             extra_gauges: self.extra_gauges.clone(),
+            reth_metrics: self.reth_metrics.clone(),
         }
     }
 }
@@ -145,7 +151,16 @@ impl<E: RawEngine> UpstreamDatabase<E> {
         Self {
             engine: Arc::new(engine),
             extra_gauges: None,
+            reth_metrics: None,
         }
+    }
+
+    /// Records reth's own database metrics (`reth_database_transaction_*`,
+    /// `reth_database_operation_*`) at every trait call, as reth's MDBX `Tx` does unless the
+    /// node runs with `--db.disable-metrics`.
+    pub fn with_reth_metrics(mut self, metrics: Arc<RethDbMetrics>) -> Self {
+        self.reth_metrics = Some(metrics);
+        self
     }
 
     /// Reports `gauges()` ahead of the engine's own gauges.
@@ -166,6 +181,41 @@ impl<E: RawEngine> UpstreamDatabase<E> {
 #[derive(Debug)]
 pub struct UpstreamTx<X> {
     raw: X,
+    metrics: Option<TxMetrics>,
+}
+
+impl<X> UpstreamTx<X> {
+    fn new(raw: X, metrics: &Option<Arc<RethDbMetrics>>, mode: Mode) -> Self {
+        Self {
+            raw,
+            metrics: metrics
+                .as_ref()
+                .map(|m| TxMetrics::open(Arc::clone(m), mode)),
+        }
+    }
+
+    /// Runs `f` as reth's `operation` on `table`, counted when metrics are on.
+    fn measured<R>(
+        &self,
+        table: Tables,
+        operation: Operation,
+        value_size: Option<usize>,
+        f: impl FnOnce(&X) -> R,
+    ) -> R {
+        match &self.metrics {
+            Some(m) => m.operation(table, operation, value_size, || f(&self.raw)),
+            None => f(&self.raw),
+        }
+    }
+
+    /// Ends the transaction with `f`, recorded as `outcome`.
+    fn close<R>(self, outcome: Outcome, f: impl FnOnce(X) -> R) -> R {
+        let Self { raw, metrics } = self;
+        match metrics {
+            Some(m) => m.close(outcome, || f(raw)),
+            None => f(raw),
+        }
+    }
 }
 
 /// A cursor of the engine behind reth's cursor traits.
@@ -173,15 +223,30 @@ pub struct UpstreamTx<X> {
 pub struct UpstreamCursor<C, T> {
     raw: C,
     buf: Vec<u8>,
+    /// The table's operation metrics, for cursor writes (reth counts no cursor reads).
+    ops: Option<TableOperations>,
     _table: PhantomData<T>,
 }
 
 impl<C, T> UpstreamCursor<C, T> {
-    fn new(raw: C) -> Self {
+    fn new(raw: C, ops: Option<TableOperations>) -> Self {
         Self {
             raw,
             buf: Vec::new(),
+            ops,
             _table: PhantomData,
+        }
+    }
+
+    fn measured<R>(
+        &mut self,
+        operation: Operation,
+        value_size: Option<usize>,
+        f: impl FnOnce(&mut C) -> R,
+    ) -> R {
+        match &self.ops {
+            Some(ops) => reth_db_metrics::record(ops, operation, value_size, || f(&mut self.raw)),
+            None => f(&mut self.raw),
         }
     }
 }
@@ -191,15 +256,13 @@ impl<E: RawEngine> Database for UpstreamDatabase<E> {
     type TXMut = UpstreamTx<E::TxMut>;
 
     fn tx(&self) -> Result<Self::TX, DatabaseError> {
-        Ok(UpstreamTx {
-            raw: self.engine.begin_ro().map_err(to_reth)?,
-        })
+        let raw = self.engine.begin_ro().map_err(to_reth)?;
+        Ok(UpstreamTx::new(raw, &self.reth_metrics, Mode::ReadOnly))
     }
 
     fn tx_mut(&self) -> Result<Self::TXMut, DatabaseError> {
-        Ok(UpstreamTx {
-            raw: self.engine.begin_rw().map_err(to_reth)?,
-        })
+        let raw = self.engine.begin_rw().map_err(to_reth)?;
+        Ok(UpstreamTx::new(raw, &self.reth_metrics, Mode::ReadWrite))
     }
 
     fn path(&self) -> PathBuf {
@@ -243,20 +306,25 @@ impl<X: RawTx> DbTx for UpstreamTx<X> {
         &self,
         key: &<T::Key as Encode>::Encoded,
     ) -> Result<Option<T::Value>, DatabaseError> {
-        decode_value::<T>(self.raw.get(table::<T>()?, key.as_ref()))
+        let table = table::<T>()?;
+        decode_value::<T>(self.measured(table, Operation::Get, None, |raw| {
+            raw.get(table, key.as_ref())
+        }))
     }
 
     fn commit(self) -> Result<(), DatabaseError> {
-        self.raw.commit().map_err(to_reth)
+        self.close(Outcome::Commit, |raw| raw.commit())
+            .map_err(to_reth)
     }
 
     fn abort(self) {
-        self.raw.abort()
+        self.close(Outcome::Abort, |raw| raw.abort())
     }
 
     fn cursor_read<T: Table>(&self) -> Result<Self::Cursor<T>, DatabaseError> {
         Ok(UpstreamCursor::new(
             self.raw.cursor(table::<T>()?).map_err(to_reth)?,
+            None,
         ))
     }
 
@@ -270,6 +338,9 @@ impl<X: RawTx> DbTx for UpstreamTx<X> {
 
     fn disable_long_read_transaction_safety(&mut self) {
         self.raw.disable_long_read_safety();
+        if let Some(m) = &self.metrics {
+            m.disable_long_read_warning();
+        }
     }
 }
 
@@ -278,19 +349,25 @@ impl<X: RawTxMut> DbTxMut for UpstreamTx<X> {
     type DupCursorMut<T: DupSort> = UpstreamCursor<X::CursorMut, T>;
 
     fn put<T: Table>(&self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
+        let table = table::<T>()?;
         let mut buf = Vec::new();
         compress::<T>(&value, &mut buf);
-        self.raw
-            .put(table::<T>()?, key.encode().as_ref(), &buf)
-            .map_err(to_reth)
+        let key = key.encode();
+        self.measured(table, Operation::PutUpsert, Some(buf.len()), |raw| {
+            raw.put(table, key.as_ref(), &buf)
+        })
+        .map_err(to_reth)
     }
 
     fn append<T: Table>(&self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
+        let table = table::<T>()?;
         let mut buf = Vec::new();
         compress::<T>(&value, &mut buf);
-        self.raw
-            .append(table::<T>()?, key.encode().as_ref(), &buf)
-            .map_err(to_reth)
+        let key = key.encode();
+        self.measured(table, Operation::PutAppend, Some(buf.len()), |raw| {
+            raw.append(table, key.as_ref(), &buf)
+        })
+        .map_err(to_reth)
     }
 
     fn delete<T: Table>(
@@ -303,9 +380,12 @@ impl<X: RawTxMut> DbTxMut for UpstreamTx<X> {
             compress::<T>(&v, &mut buf);
             buf
         });
-        self.raw
-            .delete(table::<T>()?, key.encode().as_ref(), buf.as_deref())
-            .map_err(to_reth)
+        let table = table::<T>()?;
+        let key = key.encode();
+        self.measured(table, Operation::Delete, None, |raw| {
+            raw.delete(table, key.as_ref(), buf.as_deref())
+        })
+        .map_err(to_reth)
     }
 
     fn clear<T: Table>(&self) -> Result<(), DatabaseError> {
@@ -313,8 +393,10 @@ impl<X: RawTxMut> DbTxMut for UpstreamTx<X> {
     }
 
     fn cursor_write<T: Table>(&self) -> Result<Self::CursorMut<T>, DatabaseError> {
+        let table = table::<T>()?;
         Ok(UpstreamCursor::new(
-            self.raw.cursor_mut(table::<T>()?).map_err(to_reth)?,
+            self.raw.cursor_mut(table).map_err(to_reth)?,
+            self.metrics.as_ref().map(|m| m.table(table)),
         ))
     }
 
@@ -462,10 +544,13 @@ impl<C: RawCursor, T: DupSort> DbDupCursorRO<T> for UpstreamCursor<C, T> {
 
 impl<C: RawCursorMut, T: Table> DbCursorRW<T> for UpstreamCursor<C, T> {
     fn upsert(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
-        compress::<T>(value, &mut self.buf);
-        self.raw
-            .upsert(key.encode().as_ref(), &self.buf)
-            .map_err(to_reth)
+        let mut buf = std::mem::take(&mut self.buf);
+        compress::<T>(value, &mut buf);
+        let r = self.measured(Operation::CursorUpsert, Some(buf.len()), |raw| {
+            raw.upsert(key.encode().as_ref(), &buf)
+        });
+        self.buf = buf;
+        r.map_err(to_reth)
     }
 
     /// `MDBX_NOOVERWRITE`, as reth's MDBX cursor, on every table: a dupsort key with any
@@ -490,31 +575,48 @@ impl<C: RawCursorMut, T: Table> DbCursorRW<T> for UpstreamCursor<C, T> {
             }
             .into());
         }
-        compress::<T>(value, &mut self.buf);
-        self.raw.insert(key.as_ref(), &self.buf).map_err(to_reth)
+        let mut buf = std::mem::take(&mut self.buf);
+        compress::<T>(value, &mut buf);
+        let r = self.measured(Operation::CursorInsert, Some(buf.len()), |raw| {
+            raw.insert(key.as_ref(), &buf)
+        });
+        self.buf = buf;
+        r.map_err(to_reth)
     }
 
     fn append(&mut self, key: T::Key, value: &T::Value) -> Result<(), DatabaseError> {
-        compress::<T>(value, &mut self.buf);
-        self.raw
-            .append(key.encode().as_ref(), &self.buf)
-            .map_err(to_reth)
+        let mut buf = std::mem::take(&mut self.buf);
+        compress::<T>(value, &mut buf);
+        let r = self.measured(Operation::CursorAppend, Some(buf.len()), |raw| {
+            raw.append(key.encode().as_ref(), &buf)
+        });
+        self.buf = buf;
+        r.map_err(to_reth)
     }
 
     fn delete_current(&mut self) -> Result<(), DatabaseError> {
-        self.raw.delete_current().map_err(to_reth)
+        self.measured(Operation::CursorDeleteCurrent, None, |raw| {
+            raw.delete_current()
+        })
+        .map_err(to_reth)
     }
 }
 
 impl<C: RawCursorMut, T: DupSort> DbDupCursorRW<T> for UpstreamCursor<C, T> {
     fn delete_current_duplicates(&mut self) -> Result<(), DatabaseError> {
-        self.raw.delete_current_duplicates().map_err(to_reth)
+        self.measured(Operation::CursorDeleteCurrentDuplicates, None, |raw| {
+            raw.delete_current_duplicates()
+        })
+        .map_err(to_reth)
     }
 
     fn append_dup(&mut self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
-        compress::<T>(&value, &mut self.buf);
-        self.raw
-            .append_dup(key.encode().as_ref(), &self.buf)
-            .map_err(to_reth)
+        let mut buf = std::mem::take(&mut self.buf);
+        compress::<T>(&value, &mut buf);
+        let r = self.measured(Operation::CursorAppendDup, Some(buf.len()), |raw| {
+            raw.append_dup(key.encode().as_ref(), &buf)
+        });
+        self.buf = buf;
+        r.map_err(to_reth)
     }
 }

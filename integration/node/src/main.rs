@@ -82,7 +82,11 @@ fn main() {
             // ORDER: close the MDBX environment the command line opened before the hybrid
             // opens the same files.
             drop(builder);
-            let db = reth_hybrid_adapter::open_hybrid(&datadir, args)?;
+            let mut db = reth_hybrid_adapter::open_hybrid(&datadir, args)?;
+            if config.db.metrics_enabled() {
+                // As stock reth's `init_db(..).with_metrics_if(..)`.
+                db = db.with_reth_database_metrics();
+            }
             let handle = reth_node_builder::NodeBuilder::new(config)
                 .with_database(db)
                 .with_launch_context(executor)
