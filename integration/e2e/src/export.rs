@@ -1,4 +1,4 @@
-//! The canonical chain as an RLP file: blocks 1..=head, each as `debug_getRawBlock` returns it,
+//! The canonical chain as an RLP file: blocks 1..=head (or `--to`), each as `debug_getRawBlock` returns it,
 //! concatenated: the format `reth import` reads.
 
 use crate::rpc::{Rpc, hex};
@@ -13,11 +13,19 @@ pub struct Args {
     /// The chain file to write.
     #[arg(long)]
     out: PathBuf,
+    /// The last block to export (default: the head).
+    #[arg(long)]
+    to: Option<u64>,
 }
 
 pub async fn run(args: Args) -> eyre::Result<()> {
     let rpc = Rpc::new(&args.rpc)?;
-    let head = rpc.block_number().await?;
+    let chain_head = rpc.block_number().await?;
+    let head = args.to.unwrap_or(chain_head);
+    eyre::ensure!(
+        head <= chain_head,
+        "--to {head} is past the node's head {chain_head}"
+    );
     let raw = rpc
         .batch_ok("debug_getRawBlock", (1..=head).map(|b| vec![hex(b)]))
         .await?;

@@ -1,18 +1,26 @@
-//! `reth-hybrid-e2e`: the tools of the end-to-end check (`make e2e`, scripts/e2e).
+//! `reth-hybrid-e2e`: the tools of the end-to-end check (`make e2e`, scripts/e2e) and of the node
+//! benchmark (`make bench-reth`, scripts/bench-reth).
 //!
 //! - `load`: deterministic, pre-signed transactions from reth's dev accounts into a `--dev` node:
 //!   transfers to fresh accounts and writes to fresh storage slots of a contract it deploys.
 //!   Resumable: nonces come from the node, recipients and slots from (seed, sender, nonce).
+//! - `chain`: a benchmark chain of full blocks, made by a `--chain dev` node through the engine
+//!   API from transactions chosen here, deterministic by seed (`make bench-reth`).
 //! - `export`: the node's canonical blocks 1..=head as an RLP chain file (`reth import` reads it).
+//! - `rpc-samples`, `rpc-latency`, `rpc-report`: RPC read latency on a replayed datadir, hybrid
+//!   vs stock (`make bench-reth`).
 //! - `wait`: until a node answers RPC (and reaches a head); `scrape`: its Prometheus endpoint.
 //! - `check`: two nodes on the same chain answer alike: every block hash, every canonical
 //!   transaction by hash, and sampled historical balances, nonces and storage slots.
 
+mod chain;
 mod check;
+mod engine;
 mod export;
 mod load;
 mod node;
 mod rpc;
+mod rpc_bench;
 
 use clap::{Parser, Subcommand};
 
@@ -26,9 +34,17 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Load(load::Args),
+    /// A benchmark chain built through the engine API, deterministic by seed.
+    Chain(chain::Args),
     Export(export::Args),
     Check(check::Args),
     Wait(node::WaitArgs),
+    /// Pick RPC reads (tx by hash, historical balance and storage) from a node holding the chain.
+    RpcSamples(rpc_bench::SamplesArgs),
+    /// Time those reads against a node under test, checking every answer.
+    RpcLatency(rpc_bench::LatencyArgs),
+    /// Set two variants' RPC latencies side by side.
+    RpcReport(rpc_bench::ReportArgs),
     Scrape(node::ScrapeArgs),
 }
 
@@ -36,9 +52,13 @@ enum Command {
 async fn main() -> eyre::Result<()> {
     match Cli::parse().command {
         Command::Load(args) => load::run(args).await,
+        Command::Chain(args) => chain::run(args).await,
         Command::Export(args) => export::run(args).await,
         Command::Check(args) => check::run(args).await,
         Command::Wait(args) => node::wait(args).await,
+        Command::RpcSamples(args) => rpc_bench::samples(args).await,
+        Command::RpcLatency(args) => rpc_bench::latency(args).await,
+        Command::RpcReport(args) => rpc_bench::report(args),
         Command::Scrape(args) => node::scrape(args).await,
     }
 }
