@@ -477,3 +477,92 @@ fn the_startup_line_names_the_storage() {
         "only reth-hybrid-node's own line counts"
     );
 }
+
+/// A stand-in node as `sh -c` runs a real one: not exec'd (the shell stays its parent, and dies
+/// at once on the group's SIGTERM), taking `shutdown_secs` to shut down on SIGTERM (a real node
+/// persists its in-memory blocks then), and appending a line to `stopped` once it has.
+fn slow_stopping_node_command(port: u16, shutdown_secs: f64, stopped: &Path) -> String {
+    format!(
+        "python3 -c \"import signal,socket,sys,time\n\
+def term(*_):\n    time.sleep({shutdown_secs}); open('{}','a').write('stopped\\n'); sys.exit(0)\n\
+signal.signal(signal.SIGTERM, term)\n\
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',{port})); s.listen(); time.sleep(600)\"; true",
+        stopped.display()
+    )
+}
+
+#[test]
+fn run_lets_each_node_finish_its_shutdown_before_going_on() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = pair(tmp.path());
+    let (pa, pb) = (tmp.path().join("pa"), tmp.path().join("pb"));
+    for (from, to) in [(&a, &pa), (&b, &pb)] {
+        std::process::Command::new("cp")
+            .arg("-a")
+            .arg(from)
+            .arg(to)
+            .status()
+            .expect("cp");
+    }
+    let bench = tmp.path().join("reth-bench");
+    std::fs::write(&bench, FAKE_RETH_BENCH).expect("write");
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&bench)
+        .status()
+        .expect("chmod");
+    let port = free_port();
+    let stopped = tmp.path().join("stopped");
+    let setup = |name: &str, d: &Path, layout, restore: &Path| Setup {
+        name: name.into(),
+        datadir: d.to_path_buf(),
+        layout,
+        node_command: slow_stopping_node_command(port, 1.5, &stopped),
+        reset: Reset::Restore {
+            from: restore.to_path_buf(),
+        },
+        jwt_secret: d.join("jwt.hex"),
+    };
+    let plan = RunPlan {
+        baseline: setup("stock", &a, EngineKind::Mdbx, &pa),
+        candidate: setup("hybrid", &b, EngineKind::RocksDb, &pb),
+        reth_bench: bench.display().to_string(),
+        rpc_url: "http://127.0.0.1:1".into(),
+        engine_rpc_url: format!("http://127.0.0.1:{port}"),
+        range: Range::FromTo { from: 200, to: 210 },
+        pairs: 1,
+        warmup_blocks: 0,
+        output: tmp.path().join("out"),
+        extra_bench_args: Vec::new(),
+        start_timeout: Duration::from_secs(30),
+        stop_timeout: Duration::from_secs(10),
+    };
+    run(&plan, &mut Vec::new()).expect("run");
+    // Read the moment `run` returns: had it gone on when the shell died (or killed the group
+    // then), the last node would still be shutting down, or never have finished.
+    let lines = std::fs::read_to_string(&stopped).unwrap_or_default();
+    assert_eq!(
+        lines.lines().count(),
+        2,
+        "both nodes finished their shutdown before run went on: {lines:?}"
+    );
+
+    // A node that does not stop within the timeout is killed, and run still returns.
+    let stubborn = tmp.path().join("stubborn");
+    let mut slow = plan.clone();
+    slow.output = tmp.path().join("out-slow");
+    slow.stop_timeout = Duration::from_millis(500);
+    slow.baseline.node_command = slow_stopping_node_command(port, 30.0, &stubborn);
+    slow.candidate.node_command = slow_stopping_node_command(port, 30.0, &stubborn);
+    let started = std::time::Instant::now();
+    run(&slow, &mut Vec::new()).expect("run");
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "killed after the timeout"
+    );
+    assert!(
+        !stubborn.exists(),
+        "the stubborn nodes were killed, not waited for"
+    );
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the killed node's port was released");
+}

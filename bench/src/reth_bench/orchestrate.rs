@@ -225,6 +225,7 @@ impl Node {
     fn start(setup: &Setup, log: &Path) -> Result<Self, RunError> {
         let out = File::create(log).map_err(io(log))?;
         let err = out.try_clone().map_err(io(log))?;
+        become_subreaper();
         let child = Command::new("sh")
             .arg("-c")
             .arg(&setup.node_command)
@@ -277,32 +278,63 @@ impl Node {
         }
     }
 
-    /// SIGTERM to the node's process group, SIGKILL after `timeout`.
+    /// SIGTERM to the node's process group, SIGKILL after `timeout`; returns once no process of
+    /// the group is left. The shell running the node command dies at once on SIGTERM while the
+    /// node shuts down (persisting its in-memory blocks, releasing the datadir's lock): only an
+    /// empty group means the node is gone.
     fn stop(mut self, timeout: Duration) {
         let pgid = self.child.id() as i32;
         // SAFETY: kill(2) on our own child's process group; no memory is touched.
         unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        if !self.wait_group_gone(timeout) {
+            // SAFETY: as above.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            self.wait_group_gone(Duration::from_secs(30));
+        }
+    }
+
+    /// Waits until the node's process group is empty, reaping its processes (the shell is our
+    /// child; the node, orphaned when the shell exits, is reparented to us: `become_subreaper`).
+    fn wait_group_gone(&mut self, timeout: Duration) -> bool {
+        let pgid = self.child.id() as i32;
         let started = Instant::now();
-        while started.elapsed() < timeout {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                // The shell is gone; make sure nothing it started lingers.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                return;
+        loop {
+            let _ = self.child.try_wait();
+            // SAFETY: waitpid(2) on members of our own child's process group, without blocking;
+            // a null status pointer is allowed.
+            while unsafe { libc::waitpid(-pgid, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+            // SAFETY: signal 0 only checks whether any process of the group exists.
+            if unsafe { libc::kill(-pgid, 0) } != 0 {
+                return true;
+            }
+            if started.elapsed() >= timeout {
+                return false;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        // SAFETY: as above.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        let _ = self.child.wait();
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants (Linux), so a node whose shell
+/// exited is reaped here and its exit seen, instead of lingering as a zombie under a container's
+/// init that may never reap it.
+fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
 }
 
 impl Drop for Node {
+    /// A node left running by an error is killed with its whole group.
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
+        let pgid = self.child.id() as i32;
+        // SAFETY: signal 0 checks whether any process of our child's group is left.
+        if unsafe { libc::kill(-pgid, 0) } == 0 {
             // SAFETY: kill(2) on our own child's process group.
-            unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
-            let _ = self.child.wait();
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            self.wait_group_gone(Duration::from_secs(30));
         }
     }
 }
