@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/reth-hybrid/target
 CARGO ?= cargo
 
-.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration integration e2e
+.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration integration e2e bench-reth
 
 # Installs what the build needs (libclang as bindgen looks for it, C/C++ compilers, chart font)
 # and says what it found: scripts/deps.
@@ -61,3 +61,10 @@ integration: deps
 # summary. Builds what `make integration` builds (without its tests). docs/reth-integration.md.
 e2e: deps
 	scripts/e2e
+
+# The node benchmark: reth-hybrid-node on the hybrid vs on stock MDBX, a deterministic chain of
+# full blocks replayed with reth-bench new-payload-fcu (ABBA pairs), then RPC latency on the
+# replayed datadirs; prints the summary. Release builds; about two hours the first time (docs/
+# benchmarks.md, "Hybrid vs stock reth"). Knobs: see scripts/bench-reth.
+bench-reth: deps
+	scripts/bench-reth
