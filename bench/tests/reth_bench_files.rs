@@ -406,3 +406,32 @@ fn a_bad_txgen_report_is_named_with_its_problem() {
     .expect("write");
     assert!(!reth_hybrid_bench::reth_bench::files::is_run(&out));
 }
+
+#[test]
+fn with_persistence_waits_the_headline_counts_them() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // Same latency on both sides; the baseline's node also waited for persistence before each
+    // block as long as the block took, the candidate's never.
+    write_run(&dir.path().join("a"), true, &blocks(200, 1.0, 1));
+    write_run(&dir.path().join("b"), true, &blocks(200, 1.0, 2));
+    let mut a = read_run(&dir.path().join("a")).expect("a");
+    let mut b = read_run(&dir.path().join("b")).expect("b");
+    for row in &mut a.blocks {
+        row.persistence_wait_us = Some(row.total_us);
+    }
+    for row in &mut b.blocks {
+        row.persistence_wait_us = Some(0);
+    }
+    let c = compare(&[a], &[b], &opts()).expect("compare");
+    assert_eq!(
+        c.metrics[0].verdict,
+        Verdict::WithinNoise,
+        "latency alone: no winner"
+    );
+    assert!(
+        c.verdict.starts_with("candidate wins")
+            && c.verdict.contains("Ggas/s incl. persistence waits"),
+        "{}",
+        c.verdict
+    );
+}
