@@ -183,6 +183,42 @@ done
 echo "Benchmark complete"
 "#;
 
+/// A datadir pair, pristine copies of each to restore from, and the stand-in reth-bench.
+struct Runnable {
+    a: std::path::PathBuf,
+    b: std::path::PathBuf,
+    pa: std::path::PathBuf,
+    pb: std::path::PathBuf,
+    bench: std::path::PathBuf,
+}
+
+fn runnable(root: &Path) -> Runnable {
+    let (a, b) = pair(root);
+    let (pa, pb) = (root.join("pa"), root.join("pb"));
+    for (from, to) in [(&a, &pa), (&b, &pb)] {
+        std::process::Command::new("cp")
+            .arg("-a")
+            .arg(from)
+            .arg(to)
+            .status()
+            .expect("cp");
+    }
+    let bench = root.join("reth-bench");
+    std::fs::write(&bench, FAKE_RETH_BENCH).expect("write");
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&bench)
+        .status()
+        .expect("chmod");
+    Runnable {
+        a,
+        b,
+        pa,
+        pb,
+        bench,
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -399,23 +435,13 @@ fn layout_name(layout: EngineKind) -> String {
 #[test]
 fn run_records_which_variant_ran_and_refuses_the_other_one() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let (a, b) = pair(tmp.path());
-    let (pa, pb) = (tmp.path().join("pa"), tmp.path().join("pb"));
-    for (from, to) in [(&a, &pa), (&b, &pb)] {
-        std::process::Command::new("cp")
-            .arg("-a")
-            .arg(from)
-            .arg(to)
-            .status()
-            .expect("cp");
-    }
-    let bench = tmp.path().join("reth-bench");
-    std::fs::write(&bench, FAKE_RETH_BENCH).expect("write");
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&bench)
-        .status()
-        .expect("chmod");
+    let Runnable {
+        a,
+        b,
+        pa,
+        pb,
+        bench,
+    } = runnable(tmp.path());
     let port = free_port();
     let setup = |name: &str, d: &Path, layout, restore: &Path, storage: &str| Setup {
         name: name.into(),
@@ -494,23 +520,13 @@ s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bi
 #[test]
 fn run_lets_each_node_finish_its_shutdown_before_going_on() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let (a, b) = pair(tmp.path());
-    let (pa, pb) = (tmp.path().join("pa"), tmp.path().join("pb"));
-    for (from, to) in [(&a, &pa), (&b, &pb)] {
-        std::process::Command::new("cp")
-            .arg("-a")
-            .arg(from)
-            .arg(to)
-            .status()
-            .expect("cp");
-    }
-    let bench = tmp.path().join("reth-bench");
-    std::fs::write(&bench, FAKE_RETH_BENCH).expect("write");
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&bench)
-        .status()
-        .expect("chmod");
+    let Runnable {
+        a,
+        b,
+        pa,
+        pb,
+        bench,
+    } = runnable(tmp.path());
     let port = free_port();
     let stopped = tmp.path().join("stopped");
     let setup = |name: &str, d: &Path, layout, restore: &Path| Setup {
