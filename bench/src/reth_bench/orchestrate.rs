@@ -381,10 +381,21 @@ fn check_variant(setup: &Setup, side: &str, log: &Path) -> Result<Option<String>
 
 /// The datadir's bytes per table and engine, written to `disk.json` in the run folder.
 fn record_disk(setup: &Setup, side: &str, dir: &Path) -> Result<DiskRecord, RunError> {
-    let disk = DiskRecord::read(&setup.datadir).map_err(|reason| RunError::Disk {
+    let failed = |reason: String| RunError::Disk {
         side: side.to_string(),
         reason,
-    })?;
+    };
+    // A stopped node leaves RocksDB's newest rows in its WAL; opened, they sit in memtables,
+    // whose memory is not what the rows take in files. Flushed first (this run's datadir is
+    // restored before the next run), the tables' bytes are their SST files.
+    let rocks = setup.datadir.join(reth_hybrid_rocksdb::HYBRID_ROCKSDB_DIR);
+    if reth_hybrid_rocksdb::is_initialized(&rocks) {
+        reth_hybrid_rocksdb::RocksEngine::open_in_datadir_for_bulk(&setup.datadir)
+            .map_err(|e| e.to_string())
+            .and_then(|db| db.flush().map_err(|e| e.to_string()))
+            .map_err(|e| failed(format!("flushing {}: {e}", rocks.display())))?;
+    }
+    let disk = DiskRecord::read(&setup.datadir).map_err(failed)?;
     let path = dir.join("disk.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&disk).expect("serializes"))
         .map_err(io(&path))?;
