@@ -582,3 +582,87 @@ fn run_lets_each_node_finish_its_shutdown_before_going_on() {
     );
     std::net::TcpListener::bind(("127.0.0.1", port)).expect("the killed node's port was released");
 }
+
+/// Rows a stopped node left in the WAL of the hybrid RocksDB at `datadir` (not yet in SST files):
+/// what a read-only open replays into its memtables.
+fn rocksdb_rows_in_wal(datadir: &Path) -> u64 {
+    let path = datadir.join(reth_hybrid_rocksdb::HYBRID_ROCKSDB_DIR);
+    let names = rocksdb::DB::list_cf(&rocksdb::Options::default(), &path).expect("list");
+    let db = rocksdb::DB::open_cf_for_read_only(&rocksdb::Options::default(), &path, &names, false)
+        .expect("open read-only");
+    names
+        .iter()
+        .map(|n| {
+            db.property_int_value_cf(
+                db.cf_handle(n).expect("cf"),
+                "rocksdb.num-entries-active-mem-table",
+            )
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+        })
+        .sum()
+}
+
+#[test]
+fn run_records_disk_after_flushing_the_rocksdb_wal() {
+    use reth_hybrid_api::{
+        Tables,
+        raw::{RawEngine, RawTx, RawTxMut},
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let Runnable {
+        a,
+        b,
+        pa,
+        pb,
+        bench,
+    } = runnable(tmp.path());
+    // The candidate's starting copy holds rows only in RocksDB's WAL, as a stopped node leaves them.
+    {
+        let rocks = reth_hybrid_rocksdb::RocksEngine::open_in_datadir(&pb).expect("open");
+        let tx = rocks.begin_rw().expect("rw");
+        for i in 0u64..2000 {
+            let mut key = [7u8; 32];
+            key[..8].copy_from_slice(&i.to_be_bytes());
+            tx.put(Tables::TransactionHashNumbers, &key, &i.to_be_bytes())
+                .expect("put");
+        }
+        tx.commit().expect("commit");
+    }
+    assert!(
+        rocksdb_rows_in_wal(&pb) >= 2000,
+        "the rows are in the WAL only"
+    );
+    let port = free_port();
+    let setup = |name: &str, d: &Path, layout, restore: &Path| Setup {
+        name: name.into(),
+        datadir: d.to_path_buf(),
+        layout,
+        node_command: node_command(port),
+        reset: Reset::Restore {
+            from: restore.to_path_buf(),
+        },
+        jwt_secret: d.join("jwt.hex"),
+    };
+    let plan = RunPlan {
+        baseline: setup("stock", &a, EngineKind::Mdbx, &pa),
+        candidate: setup("hybrid", &b, EngineKind::RocksDb, &pb),
+        reth_bench: bench.display().to_string(),
+        rpc_url: "http://127.0.0.1:1".into(),
+        engine_rpc_url: format!("http://127.0.0.1:{port}"),
+        range: Range::FromTo { from: 200, to: 210 },
+        pairs: 1,
+        warmup_blocks: 0,
+        output: tmp.path().join("out"),
+        extra_bench_args: Vec::new(),
+        start_timeout: Duration::from_secs(30),
+        stop_timeout: Duration::from_secs(10),
+    };
+    run(&plan, &mut Vec::new()).expect("run");
+    assert_eq!(
+        rocksdb_rows_in_wal(&b),
+        0,
+        "the run's RocksDB was flushed before its disk was recorded"
+    );
+}
