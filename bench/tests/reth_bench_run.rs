@@ -219,6 +219,34 @@ fn runnable(root: &Path) -> Runnable {
     }
 }
 
+/// One ABBA pair over `r`'s datadirs, both sides running `node_command`, blocks 201..=210.
+fn one_pair_plan(r: &Runnable, port: u16, node_command: String, output: &Path) -> RunPlan {
+    let setup = |name: &str, d: &Path, layout, restore: &Path| Setup {
+        name: name.into(),
+        datadir: d.to_path_buf(),
+        layout,
+        node_command: node_command.clone(),
+        reset: Reset::Restore {
+            from: restore.to_path_buf(),
+        },
+        jwt_secret: d.join("jwt.hex"),
+    };
+    RunPlan {
+        baseline: setup("stock", &r.a, EngineKind::Mdbx, &r.pa),
+        candidate: setup("hybrid", &r.b, EngineKind::RocksDb, &r.pb),
+        reth_bench: r.bench.display().to_string(),
+        rpc_url: "http://127.0.0.1:1".into(),
+        engine_rpc_url: format!("http://127.0.0.1:{port}"),
+        range: Range::FromTo { from: 200, to: 210 },
+        pairs: 1,
+        warmup_blocks: 0,
+        output: output.to_path_buf(),
+        extra_bench_args: Vec::new(),
+        start_timeout: Duration::from_secs(30),
+        stop_timeout: Duration::from_secs(10),
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -520,39 +548,15 @@ s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bi
 #[test]
 fn run_lets_each_node_finish_its_shutdown_before_going_on() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let Runnable {
-        a,
-        b,
-        pa,
-        pb,
-        bench,
-    } = runnable(tmp.path());
+    let runnable = runnable(tmp.path());
     let port = free_port();
     let stopped = tmp.path().join("stopped");
-    let setup = |name: &str, d: &Path, layout, restore: &Path| Setup {
-        name: name.into(),
-        datadir: d.to_path_buf(),
-        layout,
-        node_command: slow_stopping_node_command(port, 1.5, &stopped),
-        reset: Reset::Restore {
-            from: restore.to_path_buf(),
-        },
-        jwt_secret: d.join("jwt.hex"),
-    };
-    let plan = RunPlan {
-        baseline: setup("stock", &a, EngineKind::Mdbx, &pa),
-        candidate: setup("hybrid", &b, EngineKind::RocksDb, &pb),
-        reth_bench: bench.display().to_string(),
-        rpc_url: "http://127.0.0.1:1".into(),
-        engine_rpc_url: format!("http://127.0.0.1:{port}"),
-        range: Range::FromTo { from: 200, to: 210 },
-        pairs: 1,
-        warmup_blocks: 0,
-        output: tmp.path().join("out"),
-        extra_bench_args: Vec::new(),
-        start_timeout: Duration::from_secs(30),
-        stop_timeout: Duration::from_secs(10),
-    };
+    let plan = one_pair_plan(
+        &runnable,
+        port,
+        slow_stopping_node_command(port, 1.5, &stopped),
+        &tmp.path().join("out"),
+    );
     run(&plan, &mut Vec::new()).expect("run");
     // Read the moment `run` returns: had it gone on when the shell died (or killed the group
     // then), the last node would still be shutting down, or never have finished.
@@ -611,16 +615,11 @@ fn run_records_disk_after_flushing_the_rocksdb_wal() {
         raw::{RawEngine, RawTx, RawTxMut},
     };
     let tmp = tempfile::tempdir().expect("tmp");
-    let Runnable {
-        a,
-        b,
-        pa,
-        pb,
-        bench,
-    } = runnable(tmp.path());
+    let runnable = runnable(tmp.path());
+    let (b, pb) = (&runnable.b, &runnable.pb);
     // The candidate's starting copy holds rows only in RocksDB's WAL, as a stopped node leaves them.
     {
-        let rocks = reth_hybrid_rocksdb::RocksEngine::open_in_datadir(&pb).expect("open");
+        let rocks = reth_hybrid_rocksdb::RocksEngine::open_in_datadir(pb).expect("open");
         let tx = rocks.begin_rw().expect("rw");
         for i in 0u64..2000 {
             let mut key = [7u8; 32];
@@ -631,37 +630,14 @@ fn run_records_disk_after_flushing_the_rocksdb_wal() {
         tx.commit().expect("commit");
     }
     assert!(
-        rocksdb_rows_in_wal(&pb) >= 2000,
+        rocksdb_rows_in_wal(pb) >= 2000,
         "the rows are in the WAL only"
     );
     let port = free_port();
-    let setup = |name: &str, d: &Path, layout, restore: &Path| Setup {
-        name: name.into(),
-        datadir: d.to_path_buf(),
-        layout,
-        node_command: node_command(port),
-        reset: Reset::Restore {
-            from: restore.to_path_buf(),
-        },
-        jwt_secret: d.join("jwt.hex"),
-    };
-    let plan = RunPlan {
-        baseline: setup("stock", &a, EngineKind::Mdbx, &pa),
-        candidate: setup("hybrid", &b, EngineKind::RocksDb, &pb),
-        reth_bench: bench.display().to_string(),
-        rpc_url: "http://127.0.0.1:1".into(),
-        engine_rpc_url: format!("http://127.0.0.1:{port}"),
-        range: Range::FromTo { from: 200, to: 210 },
-        pairs: 1,
-        warmup_blocks: 0,
-        output: tmp.path().join("out"),
-        extra_bench_args: Vec::new(),
-        start_timeout: Duration::from_secs(30),
-        stop_timeout: Duration::from_secs(10),
-    };
+    let plan = one_pair_plan(&runnable, port, node_command(port), &tmp.path().join("out"));
     run(&plan, &mut Vec::new()).expect("run");
     assert_eq!(
-        rocksdb_rows_in_wal(&b),
+        rocksdb_rows_in_wal(b),
         0,
         "the run's RocksDB was flushed before its disk was recorded"
     );
