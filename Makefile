@@ -21,6 +21,11 @@ demo: deps
 # Skipped tests (a fixture or binary they need is absent) append a line to the skip log, shown
 # after the run: cargo hides what passing tests print.
 export RETH_HYBRID_SKIP_LOG ?= $(CARGO_TARGET_DIR)/skipped-tests.txt
+# The real-reth fixtures beside this checkout, found at run time: a test binary reused from the
+# shared target dir was compiled in whichever checkout built it first, and would look beside that.
+ifneq ($(wildcard $(CURDIR)/../shared/fixtures),)
+export RETH_HYBRID_FIXTURES ?= $(abspath $(CURDIR)/../shared/fixtures)
+endif
 test: deps check-api-deps
 	@mkdir -p $(dir $(RETH_HYBRID_SKIP_LOG)) && rm -f $(RETH_HYBRID_SKIP_LOG)
 	$(CARGO) test --workspace --all-targets --no-fail-fast
