@@ -259,27 +259,14 @@ fn free_port() -> u16 {
 fn run_interleaves_pairs_resets_datadirs_and_keeps_every_runs_output() {
     assert_eq!(run_order(2), [false, true, true, false]);
     let tmp = tempfile::tempdir().expect("tmp");
-    let (a, b) = pair(tmp.path());
     // Pristine copies to restore from before each run.
-    let (pa, pb) = (
-        tmp.path().join("pristine-mdbx"),
-        tmp.path().join("pristine-rocksdb"),
-    );
-    for (from, to) in [(&a, &pa), (&b, &pb)] {
-        std::process::Command::new("cp")
-            .arg("-a")
-            .arg(from)
-            .arg(to)
-            .status()
-            .expect("cp");
-    }
-    let bench = tmp.path().join("reth-bench");
-    std::fs::write(&bench, FAKE_RETH_BENCH).expect("write");
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&bench)
-        .status()
-        .expect("chmod");
+    let Runnable {
+        a,
+        b,
+        pa,
+        pb,
+        bench,
+    } = runnable(tmp.path());
     let port = free_port();
     let setup = |name: &str, d: &Path, layout, restore: &Path| Setup {
         name: name.into(),
