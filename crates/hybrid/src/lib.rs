@@ -20,7 +20,7 @@ mod router;
 pub mod suites;
 
 pub use error::HybridError;
-pub use layout::Layout;
+pub use layout::{CONTROL_KEY_PREFIX, Layout};
 pub use recovery::{Recovered, RecoveryAction};
 pub use router::{
     HybridDb, HybridOptions, HybridTx, HybridTxMut, INTENT_LOG_FILE, Metered, Routed,

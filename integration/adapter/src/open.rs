@@ -15,23 +15,7 @@ pub type HybridNodeDb = UpstreamDatabase<HybridDb<RethMdbx, RocksEngine>>;
 /// or one with history rows in the wrong engine, is refused with the way out). Every refusal is
 /// decided on read-only views before anything is created, so a refused datadir is unchanged.
 pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<HybridNodeDb> {
-    // reth's own RocksDB (storage v2) holding rows means history already lives there.
-    if let Some(cfs) = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&datadir.join("rocksdb"))? {
-        let with_rows: Vec<String> = cfs
-            .into_iter()
-            .filter(|c| c.has_rows)
-            .map(|c| c.name)
-            .collect();
-        if !with_rows.is_empty() {
-            eyre::bail!(
-                "{} holds rows of reth's storage v2 ({}): this datadir keeps its history in reth's \
-                 own RocksDB, which reth-hybrid does not mix with its layout; use a datadir written \
-                 with --storage.v2=false",
-                datadir.join("rocksdb").display(),
-                with_rows.join(", ")
-            );
-        }
-    }
+    refuse_upstream_rows(datadir)?;
     let db_dir = datadir.join("db");
     let rocks_dir = datadir.join(HYBRID_ROCKSDB_DIR);
     let read_only_args = args.clone();
@@ -72,6 +56,67 @@ pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<Hybr
     Ok(UpstreamDatabase::new(hybrid).with_extra_gauges(move || {
         reth_db_api::database_metrics::DatabaseMetrics::gauge_metrics(&*env)
     }))
+}
+
+/// Opens a hybrid datadir for inspection: both engines read-only, nothing on disk changes. A
+/// datadir that is not (yet) hybrid, or has a commit in flight, is refused with the way out:
+/// recovery writes, so it is left to the node or a read-write command.
+pub fn open_hybrid_read_only(
+    datadir: &Path,
+    args: DatabaseArguments,
+) -> eyre::Result<HybridNodeDb> {
+    refuse_upstream_rows(datadir)?;
+    let db_dir = datadir.join("db");
+    let rocks_dir = datadir.join(HYBRID_ROCKSDB_DIR);
+    eyre::ensure!(
+        reth_hybrid_rocksdb::is_initialized(&rocks_dir),
+        "{} is missing: {} is not a reth-hybrid datadir (an MDBX-only datadir is read with the \
+         stock build, or moved with `reth-hybrid migrate`)",
+        rocks_dir.display(),
+        datadir.display()
+    );
+    let open = || -> Result<(RethMdbx, RocksEngine), DatabaseError> {
+        let env = reth_db::open_db_read_only(&db_dir, args.clone()).map_err(reth_open_error)?;
+        Ok((
+            RethMdbx::new(Arc::new(env))?,
+            RocksEngine::open_read_only(&rocks_dir)?,
+        ))
+    };
+    let hybrid = HybridDb::open_checked(
+        datadir,
+        HybridOptions::default(),
+        || open().map(|(m, r)| (Some(m), Some(r))),
+        open,
+    )
+    .map_err(|e| {
+        eyre::eyre!(
+            "opening {} read-only: {e}. If a commit was in flight when the node stopped, start \
+             the node (or run a read-write command such as `init`) once: it recovers the commit",
+            datadir.display()
+        )
+    })?;
+    Ok(UpstreamDatabase::new(hybrid))
+}
+
+/// reth's own RocksDB (storage v2) holding rows means history already lives there.
+fn refuse_upstream_rows(datadir: &Path) -> eyre::Result<()> {
+    if let Some(cfs) = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&datadir.join("rocksdb"))? {
+        let with_rows: Vec<String> = cfs
+            .into_iter()
+            .filter(|c| c.has_rows)
+            .map(|c| c.name)
+            .collect();
+        if !with_rows.is_empty() {
+            eyre::bail!(
+                "{} holds rows of reth's storage v2 ({}): this datadir keeps its history in reth's \
+                 own RocksDB, which reth-hybrid does not mix with its layout; use a datadir written \
+                 with --storage.v2=false",
+                datadir.join("rocksdb").display(),
+                with_rows.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 impl HybridNodeDb {
