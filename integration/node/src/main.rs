@@ -8,6 +8,9 @@
 #[global_allocator]
 static ALLOC: reth_cli_util::allocator::Allocator = reth_cli_util::allocator::new_allocator();
 
+#[cfg(feature = "hybrid")]
+mod operator;
+
 use clap::Parser;
 use reth_ethereum_cli::{chainspec::EthereumChainSpecParser, interface::Cli};
 use reth_node_ethereum::EthereumNode;
@@ -29,9 +32,20 @@ fn main() {
         // SAFETY: single-threaded here, before the runtime starts.
         unsafe { std::env::set_var("RUST_BACKTRACE", "1") };
     }
+    #[cfg(feature = "hybrid")]
+    {
+        // reth's own command structs open MDBX alone; these run reth's code on the hybrid.
+        let argv: Vec<String> = std::env::args().collect();
+        if argv
+            .get(1)
+            .is_some_and(|cmd| operator::COMMANDS.contains(&cmd.as_str()))
+        {
+            std::process::exit(operator::main(argv));
+        }
+    }
     let cli = Cli::<EthereumChainSpecParser>::parse();
-    // reth's other commands open MDBX alone: on a hybrid datadir an offline writer (stage unwind,
-    // db clear, prune, import...) would change MDBX and leave the RocksDB tables out of step.
+    // What is left of reth's commands opens MDBX alone: on a hybrid datadir an offline writer
+    // would change MDBX and leave the RocksDB tables out of step, and a reader would miss them.
     #[cfg(feature = "hybrid")]
     {
         use reth_ethereum_cli::interface::Commands;
@@ -40,11 +54,12 @@ fn main() {
             Commands::Node(_) | Commands::DumpGenesis(_) | Commands::Config(_)
         ) {
             eprintln!(
-                "reth-hybrid-node (feature hybrid) runs `node` only: reth's other commands open \
-                 MDBX alone and would leave a hybrid datadir's RocksDB tables (history, tx hashes) \
-                 out of step. Inspect with `reth-hybrid stats|verify`, move tables with \
-                 `reth-hybrid migrate`, and use reth-hybrid-node built without `hybrid` (stock) \
-                 on MDBX-only datadirs"
+                "this reth-hybrid-node command is not available on a hybrid datadir: reth's \
+                 implementation opens MDBX alone and would miss or leave out of step the RocksDB \
+                 tables (history, tx hashes). Available here: node, init, import, stage unwind, \
+                 prune, db stats|list|get|checksum|path, dump-genesis, config. For the rest, \
+                 move the tables back with `reth-hybrid migrate --to mdbx` and use the stock \
+                 build (reth-hybrid-node-mdbx)"
             );
             std::process::exit(2);
         }
