@@ -85,6 +85,7 @@ fn setup(name: &str, datadir: &Path, restore: Option<&Path>) -> Setup {
             },
             None => Reset::Unwind {
                 reth: "false".into(),
+                args: Vec::new(),
             },
         },
         jwt_secret: datadir.join("jwt.hex"),

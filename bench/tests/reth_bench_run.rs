@@ -374,6 +374,7 @@ fn run_interleaves_pairs_resets_datadirs_and_keeps_every_runs_output() {
     unwind.output = tmp.path().join("out-unwind");
     unwind.candidate.reset = Reset::Unwind {
         reth: "reth".into(),
+        args: Vec::new(),
     };
     let err = run(&unwind, &mut Vec::new()).expect_err("refused");
     assert!(
@@ -420,6 +421,7 @@ fn real_reth_bench_end_to_end_when_configured() {
             node_command: var(&format!("RETH_HYBRID_BENCH_{side}_NODE")),
             reset: Reset::Unwind {
                 reth: std::env::var("RETH_HYBRID_RETH").unwrap_or_else(|_| "reth".into()),
+                args: Vec::new(),
             },
         }
     };
@@ -628,4 +630,50 @@ fn run_records_disk_after_flushing_the_rocksdb_wal() {
         0,
         "the run's RocksDB was flushed before its disk was recorded"
     );
+}
+
+/// A stand-in `stage unwind` binary whose `--version` names `storage`, as reth-hybrid-node's does.
+fn fake_unwinder(dir: &Path, storage: &str) -> String {
+    let path = dir.join(format!("unwinder-{storage}"));
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && echo 'reth-hybrid-node storage: {storage}'\nexit 0\n"
+        ),
+    )
+    .expect("write");
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&path)
+        .status()
+        .expect("chmod");
+    path.display().to_string()
+}
+
+#[test]
+fn a_hybrid_datadir_is_unwound_only_by_the_hybrid_build() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let r = runnable(tmp.path());
+    let port = free_port();
+    let unwind = |reth: String| Reset::Unwind {
+        reth,
+        args: vec!["--chain".into(), "dev".into()],
+    };
+    // reth's own unwind (or the stock build) would leave the RocksDB history ahead: refused
+    // before anything runs.
+    for reth in [fake_unwinder(tmp.path(), "mdbx"), "no-such-reth".into()] {
+        let mut plan = one_pair_plan(&r, port, node_command(port), &tmp.path().join("out-stock"));
+        plan.candidate.reset = unwind(reth.clone());
+        let err = run(&plan, &mut Vec::new()).expect_err("refused");
+        assert!(
+            err.to_string().contains("--candidate-reth") && err.to_string().contains(&reth),
+            "{err}"
+        );
+        assert!(!plan.output.exists(), "refused before any run");
+    }
+    // The hybrid build's unwind reaches the RocksDB tables: the pair runs.
+    let mut plan = one_pair_plan(&r, port, node_command(port), &tmp.path().join("out-hybrid"));
+    plan.candidate.reset = unwind(fake_unwinder(tmp.path(), "hybrid"));
+    let outcome = run(&plan, &mut Vec::new()).expect("the hybrid build may unwind");
+    assert_eq!(outcome.candidate.len(), 1);
 }

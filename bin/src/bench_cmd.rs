@@ -77,7 +77,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub baseline_name: Option<String>,
     /// Restore the baseline datadir from this pristine copy before each run (instead of
-    /// `reth stage unwind`).
+    /// `stage unwind`).
     #[arg(long)]
     pub baseline_restore_from: Option<PathBuf>,
     #[arg(long)]
@@ -93,6 +93,17 @@ pub struct RunArgs {
     /// The reth binary used for `stage unwind` (per datadir, the same binary as its node is safest).
     #[arg(long, default_value = "reth")]
     pub reth: String,
+    /// The baseline's `stage unwind` binary (default: --reth).
+    #[arg(long)]
+    pub baseline_reth: Option<String>,
+    /// The candidate's `stage unwind` binary (default: --reth). On a hybrid datadir it must be
+    /// reth-hybrid-node's hybrid build: reth's own unwind sees only MDBX.
+    #[arg(long)]
+    pub candidate_reth: Option<String>,
+    /// Extra argument for every `stage unwind` (repeatable), e.g. --unwind-arg=--chain
+    /// --unwind-arg=dev.
+    #[arg(long = "unwind-arg", allow_hyphen_values = true)]
+    pub unwind_args: Vec<String>,
     /// reth-bench binary (from reth v2.2.0 or v1.11.4; later reth releases do not ship it).
     #[arg(long, default_value = "reth-bench")]
     pub reth_bench: String,
@@ -282,7 +293,8 @@ pub fn run_command(cmd: &BenchCommand, out: &mut impl Write) -> eyre::Result<()>
                          datadir: &PathBuf,
                          node: &String,
                          layout: EngineKind,
-                         restore: &Option<PathBuf>| Setup {
+                         restore: &Option<PathBuf>,
+                         reth: &Option<String>| Setup {
                 name: name.clone().unwrap_or_else(|| layout.to_string()),
                 datadir: datadir.clone(),
                 layout,
@@ -290,7 +302,8 @@ pub fn run_command(cmd: &BenchCommand, out: &mut impl Write) -> eyre::Result<()>
                 reset: match restore {
                     Some(from) => Reset::Restore { from: from.clone() },
                     None => Reset::Unwind {
-                        reth: args.reth.clone(),
+                        reth: reth.clone().unwrap_or_else(|| args.reth.clone()),
+                        args: args.unwind_args.clone(),
                     },
                 },
                 jwt_secret: args
@@ -305,6 +318,7 @@ pub fn run_command(cmd: &BenchCommand, out: &mut impl Write) -> eyre::Result<()>
                     &args.baseline_node,
                     args.baseline_layout,
                     &args.baseline_restore_from,
+                    &args.baseline_reth,
                 ),
                 candidate: setup(
                     &args.candidate_name,
@@ -312,6 +326,7 @@ pub fn run_command(cmd: &BenchCommand, out: &mut impl Write) -> eyre::Result<()>
                     &args.candidate_node,
                     args.candidate_layout,
                     &args.candidate_restore_from,
+                    &args.candidate_reth,
                 ),
                 reth_bench: args.reth_bench.clone(),
                 rpc_url: args.rpc_url.clone(),

@@ -32,8 +32,10 @@ use std::{
 /// How a datadir returns to the start block before each run.
 #[derive(Debug, Clone)]
 pub enum Reset {
-    /// `<reth> stage unwind --datadir <datadir> to-block <start>` (the block is kept).
-    Unwind { reth: String },
+    /// `<reth> stage unwind --datadir <datadir> <args>... to-block <start>` (the block is kept).
+    /// On a hybrid datadir `reth` must be reth-hybrid-node's hybrid build, whose unwind reaches
+    /// the RocksDB tables; `args` carries what the datadir needs, e.g. `--chain dev`.
+    Unwind { reth: String, args: Vec<String> },
     /// Replace the datadir with a copy of this pristine one (beside it, then swapped in; see
     /// `restore`).
     Restore { from: PathBuf },
@@ -103,11 +105,17 @@ pub enum RunError {
         log: PathBuf,
     },
     #[error(
-        "{datadir} keeps history in reth-hybrid's RocksDB; `reth stage unwind` sees only MDBX and \
-         would leave that history ahead of the chain. Reset it from a pristine copy instead \
+        "{datadir} keeps history in reth-hybrid's RocksDB, and `{reth}` is not reth-hybrid-node's \
+         hybrid build (its --version does not say `storage: hybrid`): reth's own `stage unwind` \
+         sees only MDBX and would leave that history ahead of the chain. Unwind with the hybrid \
+         build (--{side}-reth <reth-hybrid-node-hybrid>) or reset from a pristine copy \
          (--{side}-restore-from <copy>)"
     )]
-    UnwindHybrid { datadir: PathBuf, side: String },
+    UnwindHybrid {
+        datadir: PathBuf,
+        side: String,
+        reth: String,
+    },
     #[error(transparent)]
     Guard(#[from] GuardError),
     #[error(transparent)]
@@ -410,7 +418,7 @@ fn reset(setup: &Setup, target: &Target, start: u64, dir: &Path) -> Result<(), R
             Swap::new(&target.datadir, from, &dir.join("reset.log"))?.run()?;
             Ok(())
         }
-        Reset::Unwind { reth } => {
+        Reset::Unwind { reth, args } => {
             let head = inspect(&setup.datadir)?.head.unwrap_or(0);
             if head == start {
                 return Ok(());
@@ -420,11 +428,27 @@ fn reset(setup: &Setup, target: &Target, start: u64, dir: &Path) -> Result<(), R
                 .arg("unwind")
                 .arg("--datadir")
                 .arg(&setup.datadir)
+                .args(args)
                 .arg("to-block")
                 .arg(start.to_string());
             run_logged(cmd, "reth stage unwind", &dir.join("reset.log"))
         }
     }
+}
+
+/// Whether `reth` is reth-hybrid-node's hybrid build: its `--version` names the storage it runs.
+fn unwinds_hybrid(reth: &str) -> bool {
+    Command::new(reth)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .is_ok_and(|out| {
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .any(|line| line.trim() == "reth-hybrid-node storage: hybrid")
+        })
 }
 
 /// The datadir each run of `setup` starts from: the pristine copy when restoring, else itself.
@@ -529,10 +553,14 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
     );
     for (setup, side) in [(&plan.baseline, "baseline"), (&plan.candidate, "candidate")] {
         let hybrid = reth_hybrid_migrate::datadir::Datadir::new(&setup.datadir).has_rocksdb();
-        if hybrid && matches!(setup.reset, Reset::Unwind { .. }) {
+        if let Reset::Unwind { reth, .. } = &setup.reset
+            && hybrid
+            && !unwinds_hybrid(reth)
+        {
             return Err(RunError::UnwindHybrid {
                 datadir: setup.datadir.clone(),
                 side: side.to_string(),
+                reth: reth.clone(),
             });
         }
     }
