@@ -59,8 +59,8 @@ pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<Hybr
 }
 
 /// Opens a hybrid datadir for inspection: both engines read-only, nothing on disk changes. A
-/// datadir that is not (yet) hybrid, or has a commit in flight, is refused with the way out:
-/// recovery writes, so it is left to the node or a read-write command.
+/// datadir that is not (yet) hybrid, has a commit in flight or is open in a running process is
+/// refused with the way out: recovery writes, so it is left to the node or a read-write command.
 pub fn open_hybrid_read_only(
     datadir: &Path,
     args: DatabaseArguments,
@@ -75,6 +75,32 @@ pub fn open_hybrid_read_only(
         rocks_dir.display(),
         datadir.display()
     );
+    // Recovery writes (it replays into RocksDB or clears the intent log), so a read-only open
+    // takes a datadir only when recovery has nothing to do and no writer can start one: no live
+    // process holds reth's lock, and the intent log is there and empty.
+    if let Some(pid) = live_lock_holder(&db_dir) {
+        eyre::bail!(
+            "{} is open in a running process (pid {pid}, {}): stop it first; reth-hybrid's \
+             read-only commands must not race its commits",
+            datadir.display(),
+            db_dir.join("lock").display()
+        );
+    }
+    let intent = datadir.join(reth_hybrid_hybrid::INTENT_LOG_FILE);
+    match std::fs::metadata(&intent) {
+        Ok(meta) if meta.len() == 0 => {}
+        Ok(meta) => eyre::bail!(
+            "{} holds a commit in flight ({} bytes; the node stopped mid-commit): start the node, \
+             or run a read-write command such as `init`, once to recover it, then read",
+            intent.display(),
+            meta.len()
+        ),
+        Err(e) => eyre::bail!(
+            "{} is missing ({e}): this datadir was never opened by reth-hybrid; open it once \
+             with the node or a read-write command",
+            intent.display()
+        ),
+    }
     let open = || -> Result<(RethMdbx, RocksEngine), DatabaseError> {
         let env = reth_db::open_db_read_only(&db_dir, args.clone()).map_err(reth_open_error)?;
         Ok((
@@ -96,6 +122,14 @@ pub fn open_hybrid_read_only(
         )
     })?;
     Ok(UpstreamDatabase::new(hybrid))
+}
+
+/// The pid in reth's `<db>/lock` when that process is alive (reth removes the file on a clean
+/// exit; a killed process leaves it naming a dead pid).
+fn live_lock_holder(db_dir: &Path) -> Option<u32> {
+    let contents = std::fs::read_to_string(db_dir.join("lock")).ok()?;
+    let pid: u32 = contents.lines().next()?.trim().parse().ok()?;
+    (pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()).then_some(pid)
 }
 
 /// reth's own RocksDB (storage v2) holding rows means history already lives there.

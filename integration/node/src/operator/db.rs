@@ -1,6 +1,8 @@
 //! `db`: reth's inspection commands on a hybrid datadir. Every read goes through the hybrid's
 //! router, so a table prints the same rows (and `checksum` the same figure) whether it lives
-//! in MDBX or in RocksDB: a hybrid datadir's checksums diff cleanly against a stock one's.
+//! in MDBX or in RocksDB: a hybrid datadir's checksums diff cleanly against a stock one's. The
+//! one table that differs is `Metadata`, which also holds reth-hybrid's own rows
+//! (`reth_hybrid.*`): `list`, `get` and `stats` show them, `checksum` leaves them out.
 
 use super::env::{Access, HybridEnvironment, HybridFactory};
 use alloy_primitives::map::foldhash::fast::FixedState;
@@ -116,8 +118,8 @@ struct ListArgs {
     /// Reverse the order of the entries (read the last ones).
     #[arg(long, short)]
     reverse: bool,
-    /// How many items to take.
-    #[arg(long, short, default_value_t = 5)]
+    /// How many items to take (at least 1).
+    #[arg(long, short, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     len: usize,
     /// Search keys and values: `0x` + hex for bytes, text otherwise.
     #[arg(long)]
@@ -268,9 +270,6 @@ impl TableViewer<(u64, Duration)> for ChecksumViewer<'_> {
         // out, so the figure is the one a stock datadir with the same data prints.
         let (mut control_rows, is_metadata) = (0usize, T::NAME == Tables::Metadata.name());
         for entry in cursor.walk_range(range)? {
-            if total >= limit {
-                break;
-            }
             let (key, value) = entry?;
             if is_metadata && key.raw_key().starts_with(CONTROL_KEY_PREFIX.as_bytes()) {
                 control_rows += 1;
@@ -280,6 +279,10 @@ impl TableViewer<(u64, Duration)> for ChecksumViewer<'_> {
             hasher.write(key.raw_key());
             hasher.write(value.raw_value());
             total += 1;
+            // As reth: the limit is checked after a row, so `--limit 0` hashes one.
+            if total >= limit {
+                break;
+            }
         }
         info!("Hashed {total} entries.");
         if control_rows > 0 {
@@ -324,6 +327,14 @@ impl TableViewer<()> for GetViewer {
     type Error = eyre::Report;
 
     fn view<T: Table>(&self) -> eyre::Result<()> {
+        // reth reads a second key of a plain table as the end of a range to list.
+        eyre::ensure!(
+            self.subkey.is_none() || T::DUPSORT,
+            "{} is not a dupsort table: a second key (reth's range end) is not supported here; \
+             use `db list {}`",
+            T::NAME,
+            T::NAME
+        );
         let key = table_key::<T>(&self.key)?;
         let raw = match self.raw {
             true => self.tool.provider_factory.db_ref().view(|tx| {

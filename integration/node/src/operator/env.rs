@@ -58,36 +58,25 @@ impl HybridEnvironment {
                  `init` or `import` first, or check --datadir and --chain)",
                 db_path.display()
             );
-        } else {
-            for dir in [&db_path, &sf_path, &rocksdb_path] {
-                reth_fs_util::create_dir_all(dir)?;
-            }
         }
-        let config_path = args.config.clone().unwrap_or_else(|| data_dir.config());
-        let mut config = Config::from_path(&config_path)
-            .inspect_err(
-                |err| warn!(target: "reth::cli", %err, "Failed to load config file, using default"),
-            )
-            .unwrap_or_default();
-        // ETL and era files under the datadir, not /tmp, as reth does.
-        if config.stages.etl.dir.is_none() {
-            config.stages.etl.dir = Some(EtlConfig::from_datadir(data_dir.data_dir()));
-        }
-        if config.stages.era.folder.is_none() {
-            config.stages.era = config.stages.era.with_datadir(data_dir.data_dir());
-        }
-
         info!(target: "reth::cli", ?db_path, ?sf_path, "Opening storage (reth-hybrid)");
         let genesis_block_number = args.chain.genesis().number.unwrap_or_default();
         let db_args = args.db.database_args();
+        // ORDER: the hybrid's refusals (a stock or storage-v2 datadir, a migration in progress)
+        // come before anything is created in the datadir: folders, static files, config file.
         let (db, static_files) = match access {
-            Access::ReadWrite => (
-                open_hybrid(data_dir.data_dir(), db_args)?,
-                StaticFileProviderBuilder::read_write(&sf_path)
+            Access::ReadWrite => {
+                reth_fs_util::create_dir_all(data_dir.data_dir())?;
+                let db = open_hybrid(data_dir.data_dir(), db_args)?;
+                for dir in [&sf_path, &rocksdb_path] {
+                    reth_fs_util::create_dir_all(dir)?;
+                }
+                let static_files = StaticFileProviderBuilder::read_write(&sf_path)
                     .with_metrics()
                     .with_genesis_block_number(genesis_block_number)
-                    .build()?,
-            ),
+                    .build()?;
+                (db, static_files)
+            }
             Access::ReadOnly => (
                 open_hybrid_read_only(data_dir.data_dir(), db_args)?,
                 StaticFileProviderBuilder::read_only(&sf_path)
@@ -96,6 +85,23 @@ impl HybridEnvironment {
                     .build()?,
             ),
         };
+        let config_path = args.config.clone().unwrap_or_else(|| data_dir.config());
+        // reth's loader writes a default file where there is none: not for a read-only command.
+        let mut config = match access == Access::ReadOnly && !config_path.exists() {
+            true => Config::default(),
+            false => Config::from_path(&config_path)
+                .inspect_err(|err| {
+                    warn!(target: "reth::cli", %err, "Failed to load config file, using default")
+                })
+                .unwrap_or_default(),
+        };
+        // ETL and era files under the datadir, not /tmp, as reth does.
+        if config.stages.etl.dir.is_none() {
+            config.stages.etl.dir = Some(EtlConfig::from_datadir(data_dir.data_dir()));
+        }
+        if config.stages.era.folder.is_none() {
+            config.stages.era = config.stages.era.with_datadir(data_dir.data_dir());
+        }
         // reth opens its own RocksDB in every layout (empty in v1); the factory needs it.
         if !RocksDBProvider::exists(&rocksdb_path) {
             eyre::ensure!(
