@@ -452,37 +452,17 @@ fn layout_name(layout: EngineKind) -> String {
 #[test]
 fn run_records_which_variant_ran_and_refuses_the_other_one() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let Runnable {
-        a,
-        b,
-        pa,
-        pb,
-        bench,
-    } = runnable(tmp.path());
+    let r = runnable(tmp.path());
     let port = free_port();
-    let setup = |name: &str, d: &Path, layout, restore: &Path, storage: &str| Setup {
-        name: name.into(),
-        datadir: d.to_path_buf(),
-        layout,
-        node_command: hybrid_node_command(port, storage),
-        reset: Reset::Restore {
-            from: restore.to_path_buf(),
-        },
-        jwt_secret: d.join("jwt.hex"),
-    };
-    let plan = |out: &str, stock_storage: &str| RunPlan {
-        baseline: setup("stock", &a, EngineKind::Mdbx, &pa, stock_storage),
-        candidate: setup("hybrid", &b, EngineKind::RocksDb, &pb, "hybrid"),
-        reth_bench: bench.display().to_string(),
-        rpc_url: "http://127.0.0.1:1".into(),
-        engine_rpc_url: format!("http://127.0.0.1:{port}"),
-        range: Range::FromTo { from: 200, to: 220 },
-        pairs: 1,
-        warmup_blocks: 0,
-        output: tmp.path().join(out),
-        extra_bench_args: Vec::new(),
-        start_timeout: Duration::from_secs(30),
-        stop_timeout: Duration::from_secs(10),
+    let plan = |out: &str, stock_storage: &str| {
+        let mut plan = one_pair_plan(
+            &r,
+            port,
+            hybrid_node_command(port, stock_storage),
+            &tmp.path().join(out),
+        );
+        plan.candidate.node_command = hybrid_node_command(port, "hybrid");
+        plan
     };
     // The hybrid binary under the stock name: its startup line gives it away.
     let err = run(&plan("wrong", "hybrid"), &mut Vec::new()).expect_err("the wrong variant");
