@@ -9,6 +9,7 @@
 //! - `export`: the node's canonical blocks 1..=head as an RLP chain file (`reth import` reads it).
 //! - `rpc-samples`, `rpc-latency`, `rpc-report`: RPC read latency on a replayed datadir, hybrid
 //!   vs stock (`make bench-reth`).
+//! - `state-dump`: reth's `init-state` dump file from `db list --json` of the plain state tables.
 //! - `wait`: until a node answers RPC (and reaches a head); `scrape`: its Prometheus endpoint.
 //! - `check`: two nodes on the same chain answer alike: every block hash, every canonical
 //!   transaction by hash, and sampled historical balances, nonces and storage slots.
@@ -21,6 +22,7 @@ mod load;
 mod node;
 mod rpc;
 mod rpc_bench;
+mod state_dump;
 
 use clap::{Parser, Subcommand};
 
@@ -46,6 +48,8 @@ enum Command {
     /// Set two variants' RPC latencies side by side.
     RpcReport(rpc_bench::ReportArgs),
     Scrape(node::ScrapeArgs),
+    /// A state dump for reth's `init-state`, from `db list --json` of the plain state tables.
+    StateDump(state_dump::Args),
 }
 
 #[tokio::main]
@@ -60,5 +64,6 @@ async fn main() -> eyre::Result<()> {
         Command::RpcLatency(args) => rpc_bench::latency(args).await,
         Command::RpcReport(args) => rpc_bench::report(args),
         Command::Scrape(args) => node::scrape(args).await,
+        Command::StateDump(args) => state_dump::run(args),
     }
 }

@@ -49,17 +49,29 @@ fn main() {
     #[cfg(feature = "hybrid")]
     {
         use reth_ethereum_cli::interface::Commands;
-        if !matches!(
-            cli.command,
-            Commands::Node(_) | Commands::DumpGenesis(_) | Commands::Config(_)
-        ) {
+        let refusal = match &cli.command {
+            // These never open the database (p2p: the network alone).
+            Commands::Node(_)
+            | Commands::DumpGenesis(_)
+            | Commands::Config(_)
+            | Commands::P2P(_) => None,
+            Commands::Download(_) => Some(
+                "`download` unpacks a snapshot into a stock MDBX datadir. Download with the stock \
+                 build (reth-hybrid-node-mdbx), then move the tables with `reth-hybrid migrate \
+                 --datadir D`",
+            ),
+            _ => Some(
+                "reth's implementation opens MDBX alone and would miss or leave out of step the \
+                 RocksDB tables (history, tx hashes). Run it on an MDBX-only copy: `reth-hybrid \
+                 migrate --datadir D --to mdbx`, then the stock build (reth-hybrid-node-mdbx)",
+            ),
+        };
+        if let Some(why) = refusal {
             eprintln!(
-                "this reth-hybrid-node command is not available on a hybrid datadir: reth's \
-                 implementation opens MDBX alone and would miss or leave out of step the RocksDB \
-                 tables (history, tx hashes). Available here: node, init, import, stage unwind, \
-                 prune, db stats|list|get|checksum|path, dump-genesis, config. For the rest, \
-                 move the tables back with `reth-hybrid migrate --to mdbx` and use the stock \
-                 build (reth-hybrid-node-mdbx)"
+                "this reth-hybrid-node command is not available on a hybrid datadir: {why}. \
+                 Available here: node, init, init-state, import, import-era, export-era, stage \
+                 unwind|drop|run, prune, db stats|list|get|checksum|clear|stage-checkpoints|\
+                 prune-checkpoints|settings|static-file-header|path, p2p, dump-genesis, config"
             );
             std::process::exit(2);
         }

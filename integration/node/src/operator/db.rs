@@ -4,23 +4,29 @@
 //! one table that differs is `Metadata`, which also holds reth-hybrid's own rows
 //! (`reth_hybrid.*`): `list`, `get` and `stats` show them, `checksum` leaves them out.
 
-use super::env::{Access, HybridEnvironment, HybridFactory};
+use super::{
+    db_meta,
+    env::{Access, HybridEnvironment, HybridFactory},
+};
 use alloy_primitives::map::foldhash::fast::FixedState;
 use clap::Subcommand;
 use comfy_table::{Cell, Row, Table as ComfyTable};
 use eyre::WrapErr;
 use human_bytes::human_bytes;
+use reth_db::static_file::iter_static_files;
 use reth_db_api::{
     RawKey, RawTable, TableViewer, Tables,
     cursor::DbCursorRO,
     database::Database,
     table::{DupSort, Table},
-    transaction::DbTx,
+    tables,
+    transaction::{DbTx, DbTxMut},
 };
 use reth_db_common::{DbTool, ListFilter};
 use reth_hybrid_api::EngineKind;
 use reth_hybrid_hybrid::CONTROL_KEY_PREFIX;
-use reth_provider::DBProvider;
+use reth_provider::{DBProvider, StaticFileProviderFactory};
+use reth_static_file_types::StaticFileSegment;
 use std::{
     hash::{BuildHasher, Hasher},
     ops::Bound,
@@ -67,6 +73,23 @@ enum DbCommand {
         #[command(subcommand)]
         source: GetSource,
     },
+    /// Deletes every entry of a table (in the engine that holds it) or a static-file segment.
+    Clear {
+        #[command(subcommand)]
+        target: ClearTarget,
+    },
+    /// View or set stage checkpoints.
+    #[command(subcommand)]
+    StageCheckpoints(db_meta::StageCheckpoints),
+    /// View or set prune checkpoints.
+    #[command(subcommand)]
+    PruneCheckpoints(db_meta::PruneCheckpoints),
+    /// View the storage settings (a hybrid datadir is reth's v1 layout).
+    #[command(subcommand)]
+    Settings(db_meta::Settings),
+    /// Reads a static file segment's header.
+    #[command(subcommand)]
+    StaticFileHeader(db_meta::StaticFileHeader),
     /// Returns the full database path.
     Path,
     /// reth's other `db` subcommands, refused with the reason.
@@ -90,6 +113,14 @@ enum ChecksumSource {
         #[arg(long)]
         limit: Option<usize>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ClearTarget {
+    /// Deletes all rows of a table by reth's name, wherever the hybrid keeps it.
+    Mdbx { table: Tables },
+    /// Deletes all files of a static-file segment.
+    StaticFile { segment: StaticFileSegment },
 }
 
 #[derive(Debug, Subcommand)]
@@ -147,9 +178,10 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
         eyre::bail!(
             "`db {}` is not available on a hybrid datadir: reth's implementation reads and \
              writes MDBX alone and would miss or orphan the RocksDB tables (AccountsHistory, \
-             StoragesHistory, TransactionHashNumbers). Inspect with `db stats|list|get|checksum` \
-             here or `reth-hybrid stats|verify`; for the rest move the tables back with \
-             `reth-hybrid migrate --to mdbx` and use the stock build",
+             StoragesHistory, TransactionHashNumbers). Here: `db stats|list|get|checksum|clear|\
+             stage-checkpoints|prune-checkpoints|settings|static-file-header|path`, or \
+             `reth-hybrid stats|verify`; for the rest move the tables back with `reth-hybrid \
+             migrate --datadir D --to mdbx` and use the stock build",
             words.first().map(String::as_str).unwrap_or("")
         );
     }
@@ -167,9 +199,33 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
         println!("{}", data_dir.db().display());
         return Ok(());
     }
-    let env = HybridEnvironment::init(&args.env, Access::ReadOnly, runtime)?;
+    let access = match &args.command {
+        DbCommand::Clear { .. } => Access::ReadWrite,
+        DbCommand::StageCheckpoints(command) => command.access(),
+        DbCommand::PruneCheckpoints(command) => command.access(),
+        DbCommand::Settings(command) => command.access(),
+        _ => Access::ReadOnly,
+    };
+    let env = HybridEnvironment::init(&args.env, access, runtime)?;
     let factory = env.provider_factory;
     match args.command {
+        DbCommand::StageCheckpoints(command) => command.run(&factory),
+        DbCommand::PruneCheckpoints(command) => command.run(&factory),
+        DbCommand::Settings(command) => command.run(&factory),
+        DbCommand::StaticFileHeader(command) => command.run(&factory),
+        DbCommand::Clear {
+            target: ClearTarget::Mdbx { table },
+        } => table.view(&ClearViewer { factory: &factory }),
+        DbCommand::Clear {
+            target: ClearTarget::StaticFile { segment },
+        } => {
+            let static_files = factory.static_file_provider();
+            let jars = iter_static_files(static_files.directory())?;
+            for (range, _) in jars.get(segment).into_iter().flatten() {
+                static_files.delete_jar(segment, range.start())?;
+            }
+            Ok(())
+        }
         DbCommand::Stats { exact, checksum } => {
             if checksum {
                 println!("{}\n\n", checksum_report(&factory)?);
@@ -211,6 +267,44 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
             raw,
         }),
         DbCommand::Path | DbCommand::Other(_) => unreachable!("answered above"),
+    }
+}
+
+/// `db clear mdbx`: one hybrid commit, so a RocksDB table is emptied as an MDBX one is. In
+/// `Metadata` only reth's rows go: reth-hybrid's own (`reth_hybrid.*`: the layout, the commit
+/// sequences) stay, or the datadir would no longer open as the hybrid it is.
+struct ClearViewer<'a> {
+    factory: &'a HybridFactory,
+}
+
+impl TableViewer<()> for ClearViewer<'_> {
+    type Error = eyre::Report;
+
+    fn view<T: Table>(&self) -> eyre::Result<()> {
+        let tx = self.factory.db_ref().tx_mut()?;
+        if T::NAME == Tables::Metadata.name() {
+            let mut cursor = tx.cursor_read::<tables::Metadata>()?;
+            let keys: Vec<String> = cursor
+                .walk(None)?
+                .map(|row| row.map(|(key, _)| key))
+                .filter(|key| {
+                    key.as_ref()
+                        .map_or(true, |key| !key.starts_with(CONTROL_KEY_PREFIX))
+                })
+                .collect::<Result<_, _>>()?;
+            drop(cursor);
+            for key in &keys {
+                tx.delete::<tables::Metadata>(key.clone(), None)?;
+            }
+            info!(
+                "Cleared {} of reth's rows in Metadata; reth-hybrid's own rows stay.",
+                keys.len()
+            );
+        } else {
+            tx.clear::<T>()?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 }
 

@@ -26,6 +26,9 @@ pub enum Access {
     /// Opens (creating) the datadir, recovers a commit in flight, heals static files, writes
     /// genesis if missing: what the node does at start.
     ReadWrite,
+    /// [`Access::ReadWrite`] without the static-file heal (reth's `RwInconsistent`: a receipts
+    /// backfill, where receipts trail execution on purpose).
+    WriteWithoutHeal,
     /// Changes nothing on disk; a datadir that needs recovery or healing is reported.
     ReadOnly,
 }
@@ -41,7 +44,8 @@ impl HybridEnvironment {
         access: Access,
         runtime: reth_tasks::Runtime,
     ) -> eyre::Result<Self> {
-        if args.storage.v2 && access == Access::ReadWrite {
+        let writes = access != Access::ReadOnly;
+        if args.storage.v2 && writes {
             info!(
                 target: "reth_hybrid",
                 "reth's v1 storage layout (history through the Database traits into reth-hybrid's \
@@ -65,7 +69,7 @@ impl HybridEnvironment {
         // ORDER: the hybrid's refusals (a stock or storage-v2 datadir, a migration in progress)
         // come before anything is created in the datadir: folders, static files, config file.
         let (db, static_files) = match access {
-            Access::ReadWrite => {
+            Access::ReadWrite | Access::WriteWithoutHeal => {
                 reth_fs_util::create_dir_all(data_dir.data_dir())?;
                 let db = open_hybrid(data_dir.data_dir(), db_args)?;
                 for dir in [&sf_path, &rocksdb_path] {
@@ -105,7 +109,7 @@ impl HybridEnvironment {
         // reth opens its own RocksDB in every layout (empty in v1); the factory needs it.
         if !RocksDBProvider::exists(&rocksdb_path) {
             eyre::ensure!(
-                access == Access::ReadWrite,
+                writes,
                 "{} is missing: the datadir was not written by reth v2.x; start the node (or run \
                  a read-write command such as `init`) once",
                 rocksdb_path.display()
@@ -128,8 +132,10 @@ impl HybridEnvironment {
         .with_prune_modes(config.prune.segments.clone())
         .with_minimum_pruning_distance(config.prune.minimum_pruning_distance);
 
-        heal_static_files(&provider_factory, &config, access)?;
-        if access == Access::ReadWrite {
+        if access != Access::WriteWithoutHeal {
+            heal_static_files(&provider_factory, &config, access)?;
+        }
+        if writes {
             init_genesis_with_settings(&provider_factory, StorageSettings::v1())?;
         }
         Ok(Self {

@@ -6,29 +6,50 @@
 //! reth's commands that are not here are refused by `main` with the reason and a way out.
 
 mod db;
+mod db_meta;
 mod env;
+mod era;
+mod metrics;
 mod pipeline;
+mod stage;
 
+use alloy_consensus::Header;
 use clap::{Parser, Subcommand};
 use env::{Access, HybridEnvironment};
 use reth_chainspec::{ChainSpecProvider, EthChainSpec};
 use reth_cli_commands::{
     common::EnvironmentArgs,
     import_core::{ImportConfig, import_blocks_from_file},
+    init_state::{InitStateCommand, without_evm::setup_without_evm},
 };
 use reth_cli_runner::CliRunner;
+use reth_db_common::init::init_from_state_dump;
 use reth_ethereum_cli::chainspec::EthereumChainSpecParser;
 use reth_ethereum_consensus::EthBeaconConsensus;
 use reth_node_core::args::LogArgs;
 use reth_node_ethereum::EthEvmConfig;
+use reth_primitives_traits::SealedHeader;
 use reth_provider::{BlockHashReader, BlockNumReader};
+use reth_provider::{
+    DBProvider, DatabaseProviderFactory, StaticFileProviderFactory, StaticFileWriter,
+};
+use std::io::BufReader;
 use std::{path::PathBuf, sync::Arc};
 use tracing::info;
 
 type Env = EnvironmentArgs<EthereumChainSpecParser>;
 
 /// The subcommands this module runs; `main` hands it argv when the first argument is one.
-pub const COMMANDS: [&str; 5] = ["init", "import", "stage", "prune", "db"];
+pub const COMMANDS: [&str; 8] = [
+    "init",
+    "init-state",
+    "import",
+    "import-era",
+    "export-era",
+    "stage",
+    "prune",
+    "db",
+];
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,8 +70,14 @@ enum Command {
         #[command(flatten)]
         env: Env,
     },
+    /// Initialize the database from a state dump file (reth's flags and file format).
+    InitState(Box<InitStateCommand<EthereumChainSpecParser>>),
     /// Import RLP-encoded blocks from a file (or files) through reth's pipeline.
     Import(ImportArgs),
+    /// Import headers and bodies from ERA files, local or remote.
+    ImportEra(Box<era::ImportEraArgs>),
+    /// Export headers and bodies to ERA files.
+    ExportEra(Box<era::ExportEraArgs>),
     /// Manipulate individual stages.
     Stage {
         #[command(subcommand)]
@@ -88,7 +115,11 @@ struct ImportArgs {
 enum StageCommand {
     /// Unwinds a certain block range, deleting it from the database (MDBX and RocksDB tables).
     Unwind(Box<UnwindArgs>),
-    /// `run`, `drop`, `dump`: refused on a hybrid datadir, with the reason.
+    /// Resets a stage: clears its tables (wherever the hybrid keeps them) and its checkpoint.
+    Drop(Box<stage::DropArgs>),
+    /// Runs a single stage over a block range.
+    Run(Box<stage::RunArgs>),
+    /// `dump`: refused on a hybrid datadir, with the reason.
     #[command(external_subcommand)]
     Other(Vec<String>),
 }
@@ -142,14 +173,23 @@ fn run(mut cli: OperatorCli) -> eyre::Result<()> {
             command: StageCommand::Unwind(args),
         } => runner.run_blocking_until_ctrl_c(unwind(*args, runtime)),
         Command::Stage {
+            command: StageCommand::Drop(args),
+        } => runner.run_blocking_until_ctrl_c(stage::drop_stage(*args, runtime)),
+        Command::Stage {
+            command: StageCommand::Run(args),
+        } => runner.run_blocking_until_ctrl_c(stage::run_stage(*args, runtime)),
+        Command::Stage {
             command: StageCommand::Other(args),
         } => Err(eyre::eyre!(
-            "`stage {}` is not available on a hybrid datadir: reth's stage runner and `stage \
-             drop` clear and rewrite tables by MDBX name. Use `stage unwind` and `import` to \
-             redo blocks, or run reth-hybrid-node's stock build on an MDBX-only copy \
-             (`reth-hybrid migrate --to mdbx`)",
+            "`stage {}` is not available on a hybrid datadir: `stage dump` copies tables into a \
+             fresh MDBX-only datadir by MDBX name and would leave the RocksDB tables behind. Dump \
+             from an MDBX-only copy (`reth-hybrid migrate --to mdbx`, then the stock build \
+             reth-hybrid-node-mdbx)",
             args.first().map(String::as_str).unwrap_or("")
         )),
+        Command::InitState(args) => runner.run_blocking_until_ctrl_c(init_state(*args, runtime)),
+        Command::ImportEra(args) => runner.run_blocking_until_ctrl_c(era::import(*args, runtime)),
+        Command::ExportEra(args) => runner.run_blocking_until_ctrl_c(era::export(*args, runtime)),
         Command::Prune { env } => runner.run_blocking_until_ctrl_c(prune(env, runtime)),
         Command::Db(args) => runner.run_blocking_until_ctrl_c(db::run(args, runtime)),
     }
@@ -160,9 +200,18 @@ impl Command {
         let env = match self {
             Self::Init { env } | Self::Prune { env } => env,
             Self::Import(args) => &args.env,
+            Self::InitState(args) => &args.env,
+            Self::ImportEra(args) => args.env(),
+            Self::ExportEra(args) => args.env(),
             Self::Stage {
                 command: StageCommand::Unwind(args),
             } => &args.env,
+            Self::Stage {
+                command: StageCommand::Drop(args),
+            } => args.env(),
+            Self::Stage {
+                command: StageCommand::Run(args),
+            } => args.env(),
             Self::Stage { .. } => return None,
             Self::Db(args) => args.env(),
         };
@@ -194,6 +243,61 @@ async fn init(env: Env, runtime: reth_tasks::Runtime) -> eyre::Result<()> {
         .ok_or_else(|| eyre::eyre!("Genesis hash not found."))?;
     info!(target: "reth::cli", hash = ?hash, "Genesis block written");
     Ok(())
+}
+
+/// reth's `init-state`: the dump goes through reth's `init_from_state_dump` into the hybrid (the
+/// state root it computes must equal the header's); `--without-evm` first writes reth's dummy
+/// chain up to the dump's header.
+async fn init_state(
+    args: InitStateCommand<EthereumChainSpecParser>,
+    runtime: reth_tasks::Runtime,
+) -> eyre::Result<()> {
+    info!(target: "reth::cli", "Reth init-state starting (reth-hybrid)");
+    let HybridEnvironment {
+        provider_factory,
+        config,
+    } = HybridEnvironment::init(&args.env, Access::ReadWrite, runtime)?;
+    if args.without_evm {
+        let provider_rw = provider_factory.database_provider_rw()?;
+        let header_file = args
+            .header
+            .ok_or_else(|| eyre::eyre!("Header file must be provided"))?;
+        let header = read_header(&header_file)?;
+        let header_hash = args.header_hash.unwrap_or_else(|| header.hash_slow());
+        let last_block = provider_rw.last_block_number()?;
+        if last_block == 0 {
+            setup_without_evm(
+                &provider_rw,
+                SealedHeader::new(header, header_hash),
+                |number| Header {
+                    number,
+                    ..Default::default()
+                },
+            )?;
+            // As reth: static files first (a crash unwinds them to the database's checkpoints),
+            // so init_from_state_dump below finds the header.
+            provider_factory.static_file_provider().commit()?;
+        } else if last_block < header.number {
+            eyre::bail!(
+                "Data directory should be empty when calling init-state with --without-evm."
+            );
+        }
+        provider_rw.commit()?;
+    }
+    info!(target: "reth::cli", "Initiating state dump");
+    let reader = BufReader::new(reth_fs_util::open(&args.state)?);
+    let hash = init_from_state_dump(reader, &provider_factory, config.stages.etl)?;
+    info!(target: "reth::cli", hash = ?hash, "Genesis block written");
+    Ok(())
+}
+
+/// A header as RLP, raw or hex, as reth's `--header` takes it.
+fn read_header(path: &std::path::Path) -> eyre::Result<Header> {
+    let bytes = match reth_fs_util::read_to_string(path) {
+        Ok(text) => alloy_primitives::hex::decode(text.trim())?,
+        Err(_) => reth_fs_util::read(path)?,
+    };
+    Ok(alloy_rlp::Decodable::decode(&mut bytes.as_slice())?)
 }
 
 async fn import(args: ImportArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()> {

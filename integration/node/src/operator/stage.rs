@@ -1,0 +1,394 @@
+//! `stage drop` and `stage run`: reth's stage tools on a hybrid datadir. reth's own clear the
+//! tables by name in MDBX (or in its RocksDB for storage v2); here every clear goes through the
+//! hybrid's router, so dropping the history or tx-lookup stage empties the RocksDB table, and
+//! running a stage writes through the same router as the node's pipeline does.
+
+use super::{
+    Env, components,
+    env::{Access, HybridEnvironment},
+};
+use reth_chainspec::{ChainSpecProvider, EthChainSpec};
+use reth_config::config::{HashingConfig, SenderRecoveryConfig, TransactionLookupConfig};
+use reth_db_api::{
+    tables,
+    transaction::{DbTx, DbTxMut},
+};
+use reth_db_common::init::{
+    insert_genesis_account_history, insert_genesis_header, insert_genesis_state,
+    insert_genesis_storage_history,
+};
+use reth_exex::ExExManagerHandle;
+use reth_node_core::args::StageEnum;
+use reth_provider::{
+    DBProvider, DatabaseProviderFactory, StageCheckpointReader, StageCheckpointWriter,
+    StaticFileProviderFactory, StaticFileWriter,
+};
+use reth_prune::PruneSegment;
+use reth_stages::{
+    ExecInput, ExecOutput, ExecutionStageThresholds, Stage, StageExt, StageId, UnwindInput,
+    UnwindOutput,
+    stages::{
+        AccountHashingStage, ExecutionStage, IndexAccountHistoryStage, IndexStorageHistoryStage,
+        MerkleStage, SenderRecoveryStage, StorageHashingStage, TransactionLookupStage,
+    },
+};
+use reth_static_file_types::StaticFileSegment;
+use std::{net::SocketAddr, time::Instant};
+use tracing::info;
+
+#[derive(Debug, clap::Args)]
+pub struct DropArgs {
+    #[command(flatten)]
+    env: Env,
+    /// The stage whose tables and checkpoint are reset (genesis rows are written back).
+    stage: StageEnum,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    env: Env,
+    /// Enable Prometheus metrics (reth's and reth-hybrid's), served at this address.
+    #[arg(long, value_name = "SOCKET")]
+    metrics: Option<SocketAddr>,
+    /// The name of the stage to run.
+    #[arg(value_enum)]
+    stage: StageEnum,
+    /// The height to start at.
+    #[arg(long)]
+    from: u64,
+    /// The end of the stage.
+    #[arg(long, short)]
+    to: u64,
+    /// Batch size for stage execution and unwind.
+    #[arg(long)]
+    batch_size: Option<u64>,
+    /// Skip unwinding the range first (for a range the stage has not run on).
+    #[arg(long, short)]
+    skip_unwind: bool,
+    /// Commit the changes in the database. WARNING: potentially destructive. Required for the
+    /// execution stage, which writes static files.
+    #[arg(long, short)]
+    commit: bool,
+    /// Save stage checkpoints.
+    #[arg(long)]
+    checkpoints: bool,
+}
+
+impl DropArgs {
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+}
+
+impl RunArgs {
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+}
+
+pub async fn drop_stage(args: DropArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()> {
+    let HybridEnvironment {
+        provider_factory, ..
+    } = HybridEnvironment::init(&args.env, Access::ReadWrite, runtime)?;
+    let chain = provider_factory.chain_spec();
+
+    // As reth: static-file rows are pruned by the writers at their commit, not by deleting
+    // files, so an interruption before the checkpoints commit loses nothing.
+    let segments: &[StaticFileSegment] = match args.stage {
+        StageEnum::Headers => &[StaticFileSegment::Headers],
+        StageEnum::Bodies => &[StaticFileSegment::Transactions],
+        StageEnum::Execution => &[
+            StaticFileSegment::Receipts,
+            StaticFileSegment::AccountChangeSets,
+            StaticFileSegment::StorageChangeSets,
+        ],
+        StageEnum::Senders => &[StaticFileSegment::TransactionSenders],
+        _ => &[],
+    };
+    let static_files = provider_factory.static_file_provider();
+    for &segment in segments {
+        let Some(highest_block) = static_files.get_highest_static_file_block(segment) else {
+            continue;
+        };
+        let mut writer = static_files.latest_writer(segment)?;
+        let txs = || {
+            static_files
+                .get_highest_static_file_tx(segment)
+                .map(|tx| tx + 1)
+                .unwrap_or_default()
+        };
+        match segment {
+            StaticFileSegment::Headers => writer.prune_headers(highest_block)?,
+            StaticFileSegment::Transactions => writer.prune_transactions(txs(), 0)?,
+            StaticFileSegment::Receipts => writer.prune_receipts(txs(), 0)?,
+            StaticFileSegment::TransactionSenders => writer.prune_transaction_senders(txs(), 0)?,
+            StaticFileSegment::AccountChangeSets => {
+                writer.prune_account_changesets(highest_block)?
+            }
+            StaticFileSegment::StorageChangeSets => {
+                writer.prune_storage_changesets(highest_block)?
+            }
+        }
+    }
+
+    let provider_rw = provider_factory.unwind_provider_rw()?;
+    let tx = provider_rw.tx_ref();
+    let reset_stage =
+        |stage: StageId| tx.put::<tables::StageCheckpoints>(stage.to_string(), Default::default());
+    let reset_prune = |segment: PruneSegment| -> eyre::Result<()> {
+        if let Some(mut checkpoint) = tx.get::<tables::PruneCheckpoints>(segment)? {
+            checkpoint.block_number = None;
+            checkpoint.tx_number = None;
+            tx.put::<tables::PruneCheckpoints>(segment, checkpoint)?;
+        }
+        Ok(())
+    };
+    // The hybrid runs reth's v1 layout (plain state canonical, history through the tables), so
+    // these are the clears of reth's v1 branch; the router sends the history and tx-hash ones to
+    // RocksDB inside the same commit.
+    match args.stage {
+        StageEnum::Headers => {
+            tx.clear::<tables::CanonicalHeaders>()?;
+            tx.clear::<tables::Headers>()?;
+            tx.clear::<tables::HeaderNumbers>()?;
+            reset_stage(StageId::Headers)?;
+            insert_genesis_header(&provider_rw, &chain)?;
+        }
+        StageEnum::Bodies => {
+            tx.clear::<tables::BlockBodyIndices>()?;
+            tx.clear::<tables::Transactions>()?;
+            tx.clear::<tables::TransactionBlocks>()?;
+            tx.clear::<tables::BlockOmmers>()?;
+            tx.clear::<tables::BlockWithdrawals>()?;
+            reset_stage(StageId::Bodies)?;
+            insert_genesis_header(&provider_rw, &chain)?;
+        }
+        StageEnum::Senders => {
+            tx.clear::<tables::TransactionSenders>()?;
+            // Pruned numbers would otherwise count in the next run's progress.
+            reset_prune(PruneSegment::SenderRecovery)?;
+            reset_stage(StageId::SenderRecovery)?;
+        }
+        StageEnum::Execution => {
+            tx.clear::<tables::PlainAccountState>()?;
+            tx.clear::<tables::PlainStorageState>()?;
+            tx.clear::<tables::AccountChangeSets>()?;
+            tx.clear::<tables::StorageChangeSets>()?;
+            tx.clear::<tables::Bytecodes>()?;
+            tx.clear::<tables::Receipts>()?;
+            reset_prune(PruneSegment::Receipts)?;
+            reset_prune(PruneSegment::ContractLogs)?;
+            reset_stage(StageId::Execution)?;
+            insert_genesis_state(&provider_rw, chain.genesis().alloc.iter())?;
+        }
+        StageEnum::AccountHashing => {
+            tx.clear::<tables::HashedAccounts>()?;
+            reset_stage(StageId::AccountHashing)?;
+        }
+        StageEnum::StorageHashing => {
+            tx.clear::<tables::HashedStorages>()?;
+            reset_stage(StageId::StorageHashing)?;
+        }
+        StageEnum::Hashing => {
+            tx.clear::<tables::HashedAccounts>()?;
+            reset_stage(StageId::AccountHashing)?;
+            tx.clear::<tables::HashedStorages>()?;
+            reset_stage(StageId::StorageHashing)?;
+        }
+        StageEnum::Merkle => {
+            tx.clear::<tables::AccountsTrie>()?;
+            tx.clear::<tables::StoragesTrie>()?;
+            reset_stage(StageId::MerkleExecute)?;
+            reset_stage(StageId::MerkleUnwind)?;
+            tx.delete::<tables::StageCheckpointProgresses>(
+                StageId::MerkleExecute.to_string(),
+                None,
+            )?;
+        }
+        StageEnum::AccountHistory => {
+            tx.clear::<tables::AccountsHistory>()?;
+            reset_stage(StageId::IndexAccountHistory)?;
+            insert_genesis_account_history(&provider_rw, chain.genesis().alloc.iter())?;
+        }
+        StageEnum::StorageHistory => {
+            tx.clear::<tables::StoragesHistory>()?;
+            reset_stage(StageId::IndexStorageHistory)?;
+            insert_genesis_storage_history(&provider_rw, chain.genesis().alloc.iter())?;
+        }
+        StageEnum::TxLookup => {
+            tx.clear::<tables::TransactionHashNumbers>()?;
+            reset_prune(PruneSegment::TransactionLookup)?;
+            reset_stage(StageId::TransactionLookup)?;
+            insert_genesis_header(&provider_rw, &chain)?;
+        }
+    }
+    tx.put::<tables::StageCheckpoints>(StageId::Finish.to_string(), Default::default())?;
+    provider_rw.commit()?;
+    info!(target: "reth::cli", stage = %args.stage, "Dropped the stage's tables and checkpoint");
+    Ok(())
+}
+
+pub async fn run_stage(args: RunArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()> {
+    if matches!(args.stage, StageEnum::Headers | StageEnum::Bodies) {
+        eyre::bail!(
+            "`stage run {}` downloads from the network, which the hybrid build's operator \
+             commands do not start: sync headers and bodies with `node`, or bring them from a \
+             file with `import` / `import-era`; every other stage runs here",
+            args.stage
+        );
+    }
+    // As reth: the execution stage writes static files, which only a commit unwinds.
+    eyre::ensure!(
+        args.commit || args.stage != StageEnum::Execution,
+        "The stage {} requires overwriting existing static files and must commit, but `--commit` \
+         was not provided. Please pass `--commit` and try again.",
+        args.stage
+    );
+    let _ = fdlimit::raise_fd_limit();
+    let HybridEnvironment {
+        provider_factory,
+        config,
+    } = HybridEnvironment::init(&args.env, Access::ReadWrite, runtime.clone())?;
+    if let Some(listen_addr) = args.metrics {
+        let pprof_dumps = args
+            .env
+            .datadir
+            .clone()
+            .resolve_datadir(args.env.chain.chain())
+            .pprof_dumps();
+        super::metrics::serve(listen_addr, &provider_factory, pprof_dumps, runtime.clone()).await?;
+    }
+    let (evm, consensus) = components(&provider_factory);
+    let batch_size = args
+        .batch_size
+        .unwrap_or(args.to.saturating_sub(args.from) + 1);
+    let etl = config.stages.etl.clone();
+    let prune_modes = config.prune.segments.clone();
+
+    let mut provider_rw = provider_factory.database_provider_rw()?;
+    let (mut exec_stage, mut unwind_stage): (Box<dyn Stage<_>>, Option<Box<dyn Stage<_>>>) =
+        match args.stage {
+            StageEnum::Senders => (
+                Box::new(SenderRecoveryStage::new(
+                    SenderRecoveryConfig {
+                        commit_threshold: batch_size,
+                    },
+                    None,
+                )),
+                None,
+            ),
+            StageEnum::Execution => (
+                Box::new(ExecutionStage::new(
+                    evm,
+                    consensus,
+                    ExecutionStageThresholds {
+                        max_blocks: Some(batch_size),
+                        max_changes: None,
+                        max_cumulative_gas: None,
+                        max_duration: None,
+                    },
+                    config.stages.merkle.incremental_threshold,
+                    ExExManagerHandle::empty(),
+                )),
+                None,
+            ),
+            StageEnum::TxLookup => (
+                Box::new(TransactionLookupStage::new(
+                    TransactionLookupConfig {
+                        chunk_size: batch_size,
+                    },
+                    etl,
+                    prune_modes.transaction_lookup,
+                )),
+                None,
+            ),
+            StageEnum::AccountHashing | StageEnum::StorageHashing => {
+                let hashing = HashingConfig {
+                    clean_threshold: 1,
+                    commit_threshold: batch_size,
+                    commit_entries: u64::MAX,
+                };
+                if args.stage == StageEnum::AccountHashing {
+                    (Box::new(AccountHashingStage::new(hashing, etl)), None)
+                } else {
+                    (Box::new(StorageHashingStage::new(hashing, etl)), None)
+                }
+            }
+            StageEnum::Merkle => (
+                Box::new(MerkleStage::new_execution(
+                    config.stages.merkle.rebuild_threshold,
+                    config.stages.merkle.incremental_threshold,
+                )),
+                Some(Box::new(MerkleStage::default_unwind())),
+            ),
+            StageEnum::AccountHistory => (
+                Box::new(IndexAccountHistoryStage::new(
+                    config.stages.index_account_history,
+                    etl,
+                    prune_modes.account_history,
+                )),
+                None,
+            ),
+            StageEnum::StorageHistory => (
+                Box::new(IndexStorageHistoryStage::new(
+                    config.stages.index_storage_history,
+                    etl,
+                    prune_modes.storage_history,
+                )),
+                None,
+            ),
+            // reth runs nothing for `hashing` (no single stage); neither do we, but say so.
+            StageEnum::Hashing => eyre::bail!(
+                "`hashing` names two stages: run `account-hashing` and `storage-hashing`"
+            ),
+            StageEnum::Headers | StageEnum::Bodies => unreachable!("refused above"),
+        };
+
+    let checkpoint = provider_rw
+        .get_stage_checkpoint(exec_stage.id())?
+        .unwrap_or_default();
+    let unwind_stage = unwind_stage.as_mut().unwrap_or(&mut exec_stage);
+    let mut unwind = UnwindInput {
+        checkpoint: checkpoint.with_block_number(args.to),
+        unwind_to: args.from,
+        bad_block: None,
+    };
+    if !args.skip_unwind {
+        while unwind.checkpoint.block_number > args.from {
+            let UnwindOutput { checkpoint } = unwind_stage.unwind(&provider_rw, unwind)?;
+            unwind.checkpoint = checkpoint;
+            if args.checkpoints {
+                provider_rw.save_stage_checkpoint(unwind_stage.id(), checkpoint)?;
+            }
+            if args.commit {
+                provider_rw.commit()?;
+                provider_rw = provider_factory.database_provider_rw()?;
+            }
+        }
+    }
+
+    let mut input = ExecInput {
+        target: Some(args.to),
+        checkpoint: Some(checkpoint.with_block_number(args.from)),
+    };
+    let start = Instant::now();
+    info!(target: "reth::cli", stage = %args.stage, "Executing stage");
+    loop {
+        exec_stage.execute_ready(input).await?;
+        let ExecOutput { checkpoint, done } = exec_stage.execute(&provider_rw, input)?;
+        input.checkpoint = Some(checkpoint);
+        if args.checkpoints {
+            provider_rw.save_stage_checkpoint(exec_stage.id(), checkpoint)?;
+        }
+        if args.commit {
+            provider_rw.commit()?;
+            provider_rw = provider_factory.database_provider_rw()?;
+        }
+        if done {
+            break;
+        }
+    }
+    info!(target: "reth::cli", stage = %args.stage, time = ?start.elapsed(), "Finished stage");
+    Ok(())
+}
