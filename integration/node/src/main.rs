@@ -71,7 +71,8 @@ fn main() {
                 "this reth-hybrid-node command is not available on a hybrid datadir: {why}. \
                  Available here: node, init, init-state, import, import-era, export-era, stage \
                  unwind|drop|run, prune, db stats|list|get|checksum|clear|stage-checkpoints|\
-                 prune-checkpoints|settings|static-file-header|path, p2p, dump-genesis, config"
+                 prune-checkpoints|settings|static-file-header|account-storage|state|drop|path, \
+                 p2p, dump-genesis, config"
             );
             std::process::exit(2);
         }

@@ -5,7 +5,7 @@
 //! (`reth_hybrid.*`): `list`, `get` and `stats` show them, `checksum` leaves them out.
 
 use super::{
-    db_meta,
+    db_meta, db_state,
     env::{Access, HybridEnvironment, HybridFactory},
 };
 use alloy_primitives::map::foldhash::fast::FixedState;
@@ -25,6 +25,7 @@ use reth_db_api::{
 use reth_db_common::{DbTool, ListFilter};
 use reth_hybrid_api::EngineKind;
 use reth_hybrid_hybrid::CONTROL_KEY_PREFIX;
+use reth_hybrid_rocksdb::HYBRID_ROCKSDB_DIR;
 use reth_provider::{DBProvider, StaticFileProviderFactory};
 use reth_static_file_types::StaticFileSegment;
 use std::{
@@ -90,6 +91,16 @@ enum DbCommand {
     /// Reads a static file segment's header.
     #[command(subcommand)]
     StaticFileHeader(db_meta::StaticFileHeader),
+    /// An account's storage slot count and estimated size.
+    AccountStorage(db_state::AccountStorageArgs),
+    /// An account and its storage, now or at a past block (read through the history indices).
+    State(db_state::StateArgs),
+    /// Deletes the database, reth-hybrid's RocksDB, the static files and the ExEx WAL.
+    Drop {
+        /// Do not ask for confirmation.
+        #[arg(short, long)]
+        force: bool,
+    },
     /// Returns the full database path.
     Path,
     /// reth's other `db` subcommands, refused with the reason.
@@ -179,7 +190,8 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
             "`db {}` is not available on a hybrid datadir: reth's implementation reads and \
              writes MDBX alone and would miss or orphan the RocksDB tables (AccountsHistory, \
              StoragesHistory, TransactionHashNumbers). Here: `db stats|list|get|checksum|clear|\
-             stage-checkpoints|prune-checkpoints|settings|static-file-header|path`, or \
+             stage-checkpoints|prune-checkpoints|settings|static-file-header|account-storage|\
+             state|drop|path`, or \
              `reth-hybrid stats|verify`; for the rest move the tables back with `reth-hybrid \
              migrate --datadir D --to mdbx` and use the stock build",
             words.first().map(String::as_str).unwrap_or("")
@@ -199,6 +211,24 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
         println!("{}", data_dir.db().display());
         return Ok(());
     }
+    if let DbCommand::Drop { force } = args.command {
+        if !force && !db_state::confirm_drop(data_dir.data_dir())? {
+            return Ok(());
+        }
+        // ORDER: opened read-write first (a datadir a live node holds, or one another layout
+        // owns, is refused as any writer is), closed, then deleted.
+        drop(HybridEnvironment::init(
+            &args.env,
+            Access::ReadWrite,
+            runtime,
+        )?);
+        return db_state::drop_datadir(
+            &data_dir.db(),
+            &data_dir.static_files(),
+            &data_dir.exex_wal(),
+            &data_dir.data_dir().join(HYBRID_ROCKSDB_DIR),
+        );
+    }
     let access = match &args.command {
         DbCommand::Clear { .. } => Access::ReadWrite,
         DbCommand::StageCheckpoints(command) => command.access(),
@@ -209,6 +239,8 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
     let env = HybridEnvironment::init(&args.env, access, runtime)?;
     let factory = env.provider_factory;
     match args.command {
+        DbCommand::AccountStorage(command) => db_state::account_storage(command, &factory),
+        DbCommand::State(command) => db_state::state(command, &factory),
         DbCommand::StageCheckpoints(command) => command.run(&factory),
         DbCommand::PruneCheckpoints(command) => command.run(&factory),
         DbCommand::Settings(command) => command.run(&factory),
@@ -266,7 +298,9 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
             subkey,
             raw,
         }),
-        DbCommand::Path | DbCommand::Other(_) => unreachable!("answered above"),
+        DbCommand::Path | DbCommand::Drop { .. } | DbCommand::Other(_) => {
+            unreachable!("answered above")
+        }
     }
 }
 

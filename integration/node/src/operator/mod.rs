@@ -7,6 +7,7 @@
 
 mod db;
 mod db_meta;
+mod db_state;
 mod env;
 mod era;
 mod metrics;
