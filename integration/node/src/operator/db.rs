@@ -207,27 +207,41 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
         "Datadir does not exist: {:?}",
         data_dir.data_dir()
     );
-    if matches!(args.command, DbCommand::Path) {
-        println!("{}", data_dir.db().display());
-        return Ok(());
-    }
+    let (db_dir, rocks_dir) = (data_dir.db(), data_dir.data_dir().join(HYBRID_ROCKSDB_DIR));
     if let DbCommand::Drop { force } = args.command {
+        // A drop removes MDBX first; one that was interrupted after it is finished here, as
+        // there is nothing left to protect (RocksDB's rows mean nothing without MDBX).
+        let interrupted = !db_dir.is_dir() && rocks_dir.exists();
+        eyre::ensure!(
+            db_dir.is_dir() || interrupted,
+            "Database does not exist: {:?}",
+            db_dir
+        );
         if !force && !db_state::confirm_drop(data_dir.data_dir())? {
             return Ok(());
         }
-        // ORDER: opened read-write first (a datadir a live node holds, or one another layout
-        // owns, is refused as any writer is), closed, then deleted.
-        drop(HybridEnvironment::init(
-            &args.env,
-            Access::ReadWrite,
-            runtime,
-        )?);
+        if !interrupted {
+            // The read-only open's refusals, which change nothing: a datadir a live process
+            // holds, one with a commit in flight, one that is not a hybrid datadir.
+            drop(HybridEnvironment::init(
+                &args.env,
+                Access::ReadOnly,
+                runtime,
+            )?);
+        }
         return db_state::drop_datadir(
-            &data_dir.db(),
+            &db_dir,
+            &rocks_dir,
             &data_dir.static_files(),
             &data_dir.exex_wal(),
-            &data_dir.data_dir().join(HYBRID_ROCKSDB_DIR),
         );
+    }
+    // As reth: every other `db` command needs the database (a mistyped --datadir would
+    // otherwise become a fresh datadir under a read-write command).
+    eyre::ensure!(db_dir.is_dir(), "Database does not exist: {:?}", db_dir);
+    if matches!(args.command, DbCommand::Path) {
+        println!("{}", db_dir.display());
+        return Ok(());
     }
     let access = match &args.command {
         DbCommand::Clear { .. } => Access::ReadWrite,

@@ -6,8 +6,9 @@
 use super::env::{Access, HybridFactory};
 use clap::{Args, Subcommand, ValueEnum};
 use reth_provider::{
-    DBProvider, DatabaseProviderFactory, MetadataProvider, PruneCheckpointReader,
+    DBProvider, DatabaseProviderFactory, MetadataProvider, MetadataWriter, PruneCheckpointReader,
     PruneCheckpointWriter, StageCheckpointReader, StageCheckpointWriter, StaticFileProviderFactory,
+    StorageSettings,
 };
 use reth_prune::{PruneCheckpoint, PruneMode, PruneSegment};
 use reth_stages::StageId;
@@ -298,7 +299,10 @@ impl PruneCheckpoints {
 
 impl Settings {
     pub fn access(&self) -> Access {
-        Access::ReadOnly
+        match self {
+            Self::Set(SettingsSet::V2 { value: false }) => Access::ReadWrite,
+            _ => Access::ReadOnly,
+        }
     }
 
     pub fn run(self, factory: &HybridFactory) -> eyre::Result<()> {
@@ -310,10 +314,18 @@ impl Settings {
                 }
                 None => println!("No storage settings found."),
             },
-            // A hybrid datadir is reth's v1 layout with reth-hybrid's routing on top; it is
-            // written as v1 and opened only as v1, so there is nothing to set.
+            // A hybrid datadir is reth's v1 layout with reth-hybrid's routing on top: v1 is
+            // the only value; as reth, it is written where no settings row is.
             Self::Set(SettingsSet::V2 { value: false }) => {
-                println!("storage_v2 is already set to false")
+                let provider_rw = factory.database_provider_rw()?;
+                if provider_rw.storage_settings()?.is_some() {
+                    println!("storage_v2 is already set to false");
+                    return Ok(());
+                }
+                println!("No storage settings found, creating new settings.");
+                provider_rw.write_storage_settings(StorageSettings::v1())?;
+                provider_rw.commit()?;
+                println!("Storage settings updated successfully.");
             }
             Self::Set(SettingsSet::V2 { value: true }) => eyre::bail!(
                 "`db settings set v2 true` is not available on a hybrid datadir: the hybrid runs \

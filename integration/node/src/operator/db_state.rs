@@ -236,16 +236,16 @@ pub fn confirm_drop(data_dir: &Path) -> eyre::Result<bool> {
     Ok(false)
 }
 
-/// reth's `db drop` plus the hybrid's RocksDB: the database, the static files (left as an empty
-/// folder), the ExEx WAL, and `hybrid-rocksdb`. RocksDB goes first: a datadir left with MDBX and
-/// no RocksDB is refused at open (its layout names RocksDB), never read as if history were empty.
+/// reth's `db drop` plus the hybrid's RocksDB: the database, then `hybrid-rocksdb`, the static
+/// files (left as an empty folder) and the ExEx WAL. MDBX goes first: without it nothing opens,
+/// and `db drop` finishes a drop interrupted after it.
 pub fn drop_datadir(
     db: &Path,
+    hybrid_rocksdb: &Path,
     static_files: &Path,
     exex_wal: &Path,
-    hybrid_rocksdb: &Path,
 ) -> eyre::Result<()> {
-    for (what, path) in [("reth-hybrid's RocksDB", hybrid_rocksdb), ("database", db)] {
+    for (what, path) in [("database", db), ("reth-hybrid's RocksDB", hybrid_rocksdb)] {
         if path.exists() {
             info!(target: "reth::cli", "Dropping {what} at {:?}", path);
             reth_fs_util::remove_dir_all(path)?;
