@@ -50,7 +50,10 @@ pub struct MdbxOptions {
     pub read_only: bool,
     /// Create `db/`, `database.version` and the environment if absent.
     pub create: bool,
-    pub geometry: Geometry,
+    /// `None` keeps the geometry the datadir records. libmdbx preallocates each growth step
+    /// (`fallocate`), so imposing reth's 4 GiB step on a small datadir would reserve 4 GiB of
+    /// disk at its next commit; reth applies its own geometry when it opens the datadir.
+    pub geometry: Option<Geometry>,
 }
 
 impl MdbxOptions {
@@ -58,28 +61,30 @@ impl MdbxOptions {
         Self {
             read_only: true,
             create: false,
-            geometry: Geometry::RETH,
+            geometry: None,
         }
     }
 
+    /// An existing datadir, its recorded geometry kept.
     pub const fn read_write() -> Self {
         Self {
             read_only: false,
             create: false,
-            geometry: Geometry::RETH,
+            geometry: None,
         }
     }
 
+    /// Created if absent, with reth's geometry.
     pub const fn create() -> Self {
         Self {
             read_only: false,
             create: true,
-            geometry: Geometry::RETH,
+            geometry: Some(Geometry::RETH),
         }
     }
 
     pub const fn with_geometry(mut self, geometry: Geometry) -> Self {
-        self.geometry = geometry;
+        self.geometry = Some(geometry);
         self
     }
 }
@@ -230,18 +235,22 @@ impl MdbxEngine {
                 flags |= ffi::MDBX_RDONLY;
             } else {
                 flags |= ffi::MDBX_WRITEMAP | ffi::MDBX_SYNC_DURABLE;
-                check(
-                    ffi::mdbx_env_set_geometry(
-                        env,
-                        -1,
-                        -1,
-                        options.geometry.max_size_bytes,
-                        options.geometry.growth_step_bytes,
-                        0,
-                        4096,
-                    ),
-                    &db_dir,
-                )?;
+                // Without a call, libmdbx takes the geometry from the file's meta page; any
+                // call (even with -1s, which mean libmdbx's defaults before an open) replaces it.
+                if let Some(geometry) = options.geometry {
+                    check(
+                        ffi::mdbx_env_set_geometry(
+                            env,
+                            -1,
+                            -1,
+                            geometry.max_size_bytes,
+                            geometry.growth_step_bytes,
+                            0,
+                            4096,
+                        ),
+                        &db_dir,
+                    )?;
+                }
             }
             let c_path = CString::new(db_dir.to_string_lossy().as_bytes()).map_err(|_| {
                 MdbxError::Missing {

@@ -35,6 +35,8 @@ pub struct EnvStat {
     /// Bytes up to the last used page; pages below it may be free (reusable, not returned).
     pub used_bytes: u64,
     pub page_size: u32,
+    /// Bytes each growth adds (and libmdbx preallocates).
+    pub growth_step_bytes: u64,
 }
 
 impl MdbxTx {
@@ -69,6 +71,7 @@ impl MdbxEngine {
             file_bytes: env_info.mi_geo.current,
             used_bytes: (env_info.mi_last_pgno + 1) * u64::from(page_size),
             page_size,
+            growth_step_bytes: env_info.mi_geo.grow,
         })
     }
 

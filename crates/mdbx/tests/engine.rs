@@ -75,6 +75,37 @@ fn write_transaction_reads_its_own_writes_and_readers_see_snapshots() {
     );
 }
 
+/// A tool's read-write open keeps the datadir's geometry: libmdbx preallocates each growth step,
+/// so reth's 4 GiB step imposed on a small datadir would take 4 GiB of disk at its next commit.
+#[test]
+fn a_read_write_open_keeps_the_recorded_geometry() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().expect("tmp");
+    drop(create(dir.path()));
+    let db = TypedDatabase::new(
+        MdbxEngine::open(dir.path(), MdbxOptions::read_write()).expect("reopen"),
+    );
+    let tx = db.tx_mut().expect("rw");
+    for n in 0..20_000u64 {
+        tx.put::<CanonicalHeaders>(n, B256::repeat_byte(7))
+            .expect("put");
+    }
+    tx.commit().expect("commit");
+    let stat = db.engine().env_stat().expect("stat");
+    assert_eq!(
+        stat.growth_step_bytes,
+        Geometry::SMALL.growth_step_bytes as u64
+    );
+    let allocated = fs::metadata(dir.path().join("db/mdbx.dat"))
+        .expect("mdbx.dat")
+        .blocks()
+        * 512;
+    assert!(
+        allocated < 64 << 20,
+        "mdbx.dat takes {allocated} bytes of disk after a small commit"
+    );
+}
+
 #[test]
 fn dupsort_upsert_adds_a_duplicate_and_seek_by_subkey_finds_it() {
     let dir = tempfile::tempdir().expect("tmp");
