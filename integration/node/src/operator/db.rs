@@ -95,6 +95,15 @@ enum DbCommand {
     AccountStorage(db_state::AccountStorageArgs),
     /// An account and its storage, now or at a past block (read through the history indices).
     State(db_state::StateArgs),
+    /// Verifies the trie against the hashed state and repairs what differs (reth's command).
+    RepairTrie {
+        /// Only show inconsistencies without making any repairs.
+        #[arg(long)]
+        dry_run: bool,
+        /// Serve Prometheus metrics at ADDR:PORT.
+        #[arg(long, value_name = "ADDR:PORT")]
+        metrics: Option<String>,
+    },
     /// Deletes the database, reth-hybrid's RocksDB, the static files and the ExEx WAL.
     Drop {
         /// Do not ask for confirmation.
@@ -149,6 +158,42 @@ enum GetSource {
         #[arg(long)]
         raw: bool,
     },
+    /// A static-file segment's row (reth's command: static files are the same in both layouts).
+    StaticFile {
+        segment: StaticFileSegment,
+        /// The key (a block or transaction number; `{"block_number":..,"address":..}` for a
+        /// changeset).
+        key: String,
+        /// The subkey, for example the address (or storage slot) in a changeset.
+        subkey: Option<String>,
+        /// Print the stored value's bytes instead of its decoded form.
+        #[arg(long)]
+        raw: bool,
+    },
+}
+
+/// reth's own `db` subcommands that are generic over the provider factory: run unchanged on the
+/// hybrid's, so their reads and writes go through the router (and a write is one hybrid commit).
+#[derive(Debug, clap::Parser)]
+#[command(no_binary_name = true)]
+struct RethDb {
+    #[command(subcommand)]
+    command: reth_cli_commands::db::Subcommands,
+}
+
+impl RethDb {
+    /// reth's subcommand from the words of its command line (ours parsed them already).
+    fn parse(words: &[&str]) -> eyre::Result<reth_cli_commands::db::Subcommands> {
+        use clap::Parser;
+        Ok(Self::try_parse_from(words)
+            .wrap_err_with(|| {
+                format!(
+                    "reth's `db {}` does not take these arguments",
+                    words.join(" ")
+                )
+            })?
+            .command)
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -190,8 +235,8 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
             "`db {}` is not available on a hybrid datadir: reth's implementation reads and \
              writes MDBX alone and would miss or orphan the RocksDB tables (AccountsHistory, \
              StoragesHistory, TransactionHashNumbers). Here: `db stats|list|get|checksum|clear|\
-             stage-checkpoints|prune-checkpoints|settings|static-file-header|account-storage|\
-             state|drop|path`, or \
+             repair-trie|stage-checkpoints|prune-checkpoints|settings|static-file-header|\
+             account-storage|state|drop|path`, or \
              `reth-hybrid stats|verify`; for the rest move the tables back with `reth-hybrid \
              migrate --datadir D --to mdbx` and use the stock build",
             words.first().map(String::as_str).unwrap_or("")
@@ -245,12 +290,13 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
     }
     let access = match &args.command {
         DbCommand::Clear { .. } => Access::ReadWrite,
+        DbCommand::RepairTrie { dry_run: false, .. } => Access::ReadWrite,
         DbCommand::StageCheckpoints(command) => command.access(),
         DbCommand::PruneCheckpoints(command) => command.access(),
         DbCommand::Settings(command) => command.access(),
         _ => Access::ReadOnly,
     };
-    let env = HybridEnvironment::init(&args.env, access, runtime)?;
+    let env = HybridEnvironment::init(&args.env, access, runtime.clone())?;
     let factory = env.provider_factory;
     match args.command {
         DbCommand::AccountStorage(command) => db_state::account_storage(command, &factory),
@@ -298,6 +344,35 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
                 limit,
             })
             .map(drop),
+        DbCommand::RepairTrie { dry_run, metrics } => {
+            let mut words = vec!["repair-trie"];
+            words.extend(dry_run.then_some("--dry-run"));
+            if let Some(addr) = &metrics {
+                words.extend(["--metrics", addr.as_str()]);
+            }
+            let reth_cli_commands::db::Subcommands::RepairTrie(command) = RethDb::parse(&words)?
+            else {
+                unreachable!("parsed as repair-trie")
+            };
+            command.execute(&DbTool::new(factory)?, runtime, &data_dir)
+        }
+        DbCommand::Get {
+            source:
+                GetSource::StaticFile {
+                    segment,
+                    key,
+                    subkey,
+                    raw,
+                },
+        } => {
+            let mut words = vec!["get", "static-file", segment.as_str(), key.as_str()];
+            words.extend(subkey.as_deref());
+            words.extend(raw.then_some("--raw"));
+            let reth_cli_commands::db::Subcommands::Get(command) = RethDb::parse(&words)? else {
+                unreachable!("parsed as get")
+            };
+            command.execute(&DbTool::new(factory)?)
+        }
         DbCommand::Get {
             source:
                 GetSource::Mdbx {

@@ -12,6 +12,7 @@ mod env;
 mod era;
 mod metrics;
 mod pipeline;
+mod re_execute;
 mod stage;
 
 use alloy_consensus::Header;
@@ -41,7 +42,7 @@ use tracing::info;
 type Env = EnvironmentArgs<EthereumChainSpecParser>;
 
 /// The subcommands this module runs; `main` hands it argv when the first argument is one.
-pub const COMMANDS: [&str; 8] = [
+pub const COMMANDS: [&str; 9] = [
     "init",
     "init-state",
     "import",
@@ -49,6 +50,7 @@ pub const COMMANDS: [&str; 8] = [
     "export-era",
     "stage",
     "prune",
+    "re-execute",
     "db",
 ];
 
@@ -89,6 +91,8 @@ enum Command {
         #[command(flatten)]
         env: Env,
     },
+    /// Re-execute stored blocks in parallel and check them against the stored results.
+    ReExecute(Box<re_execute::ReExecuteArgs>),
     /// Database debugging utilities.
     Db(db::DbArgs),
 }
@@ -192,6 +196,9 @@ fn run(mut cli: OperatorCli) -> eyre::Result<()> {
         Command::ImportEra(args) => runner.run_blocking_until_ctrl_c(era::import(*args, runtime)),
         Command::ExportEra(args) => runner.run_blocking_until_ctrl_c(era::export(*args, runtime)),
         Command::Prune { env } => runner.run_blocking_until_ctrl_c(prune(env, runtime)),
+        Command::ReExecute(args) => {
+            runner.run_blocking_until_ctrl_c(re_execute::run(*args, runtime))
+        }
         Command::Db(args) => runner.run_blocking_until_ctrl_c(db::run(args, runtime)),
     }
 }
@@ -214,6 +221,7 @@ impl Command {
                 command: StageCommand::Run(args),
             } => args.env(),
             Self::Stage { .. } => return None,
+            Self::ReExecute(args) => args.env(),
             Self::Db(args) => args.env(),
         };
         Some(env.chain.chain().to_string())
