@@ -28,6 +28,7 @@ use reth_revm::{
 use reth_storage_api::StorageChangeSetReader;
 use std::{
     collections::HashMap,
+    ops::RangeInclusive,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         mpsc,
@@ -283,7 +284,7 @@ fn work(factory: &HybridFactory, plan: &Plan, events: &mpsc::Sender<Event>) -> e
                         verify_changesets(
                             &provider,
                             &previous.into_state().take_bundle(),
-                            number - 1,
+                            unverified_from..=number - 1,
                         )?;
                     }
                     (created, unverified_from) = (Instant::now(), number + 1);
@@ -301,12 +302,20 @@ fn work(factory: &HybridFactory, plan: &Plan, events: &mpsc::Sender<Event>) -> e
             if executor.size_hint() > EXECUTOR_SIZE_LIMIT || created.elapsed() > EXECUTOR_LIFETIME {
                 let previous =
                     std::mem::replace(&mut executor, evm.batch_executor(state_after(number)?));
-                verify_changesets(&provider, &previous.into_state().take_bundle(), number)?;
+                verify_changesets(
+                    &provider,
+                    &previous.into_state().take_bundle(),
+                    unverified_from..=number,
+                )?;
                 (created, unverified_from) = (Instant::now(), number + 1);
             }
         }
         if end >= unverified_from {
-            verify_changesets(&provider, &executor.into_state().take_bundle(), end)?;
+            verify_changesets(
+                &provider,
+                &executor.into_state().take_bundle(),
+                unverified_from..=end,
+            )?;
         }
     }
     Ok(())
@@ -320,17 +329,27 @@ fn receipt_gas<R: TxReceipt>(receipts: &[R], i: usize) -> u64 {
     receipts[i].cumulative_gas_used() - before
 }
 
-/// Checks the reverts of the bundle's blocks (the last one is `last_block`) against the stored
-/// changesets: each account's prior state and each storage slot's prior value must be the
-/// stored one, and nothing may be in a changeset that the execution did not change. A wiped
-/// storage (a destroyed account) may have stored slots its reverts do not list.
-fn verify_changesets<P>(provider: &P, bundle: &BundleState, last_block: u64) -> eyre::Result<()>
+/// Checks the reverts of `blocks`, the first blocks the bundle holds (a block that failed its
+/// post-execution checks may follow them), against the stored changesets: each account's prior
+/// state and each storage slot's prior value must be the stored one, and nothing may be in a
+/// changeset that the execution did not change. A wiped storage (a destroyed account) may have
+/// stored slots its reverts do not list.
+fn verify_changesets<P>(
+    provider: &P,
+    bundle: &BundleState,
+    blocks: RangeInclusive<u64>,
+) -> eyre::Result<()>
 where
     P: ChangeSetReader + StorageChangeSetReader,
 {
-    let blocks = bundle.reverts.len() as u64;
-    for (offset, reverts) in bundle.reverts.iter().enumerate() {
-        let block = last_block + 1 - blocks + offset as u64;
+    let count = blocks.clone().count();
+    let reverts = bundle.reverts.get(..count).ok_or_else(|| {
+        eyre::eyre!(
+            "the execution of blocks {blocks:?} recorded the changes of {} blocks",
+            bundle.reverts.len()
+        )
+    })?;
+    for (block, reverts) in blocks.zip(reverts) {
         let mut accounts: HashMap<Address, Option<Account>> = provider
             .account_block_changeset(block)?
             .into_iter()
