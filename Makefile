@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/reth-hybrid/target
 CARGO ?= cargo
 
-.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration integration e2e bench-reth
+.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration bench-seeds integration e2e bench-reth
 
 # Installs what the build needs (libclang as bindgen looks for it, C/C++ compilers, chart font)
 # and says what it found: scripts/deps.
@@ -55,6 +55,11 @@ bench-engines: deps
 # Migration throughput (ours vs row-by-row vs raw copy) on a generated datadir of 10M tx hashes.
 bench-migration: deps
 	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench migration
+
+# The seed benchmarks (../shared/seeds: the 4M-key Merkle-Patricia job, read-modify-write counters,
+# per-operation costs) on MDBX, RocksDB and the hybrid; docs/benchmarks.md, "Seed benchmarks".
+bench-seeds: deps
+	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench seeds
 
 # The reth v2.5.1 integration (its own workspace, git dependencies); prints SKIPPED when the reth
 # sources are not reachable. docs/reth-integration.md.

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 pub mod reth_bench;
+pub mod seeds;
 
 /// A deterministic stream of pseudo-random bytes (splitmix64), so every engine sees the same keys.
 #[derive(Debug, Clone)]
@@ -102,4 +103,20 @@ fn fmt_ns(ns: f64) -> String {
     } else {
         format!("{ns:.0} ns")
     }
+}
+
+/// Bytes of every file under `dir` (apparent sizes), 0 where it cannot be read.
+pub fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+                    Ok(_) => e.metadata().map_or(0, |m| m.len()),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
 }

@@ -82,28 +82,13 @@ impl DiskRecord {
                 .collect(),
             mdbx_file_bytes: s.mdbx_file_bytes,
             rocksdb_dir_bytes: s.rocksdb_dir_bytes,
-            static_files_bytes: dir_bytes(&datadir.join("static_files")),
+            static_files_bytes: crate::dir_bytes(&datadir.join("static_files")),
         })
     }
 
     fn table(&self, name: &str) -> Option<&TableDisk> {
         self.tables.iter().find(|t| t.table == name)
     }
-}
-
-fn dir_bytes(dir: &std::path::Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| match e.file_type() {
-                    Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-                    Ok(_) => e.metadata().map_or(0, |m| m.len()),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 fn mib(bytes: u64) -> String {

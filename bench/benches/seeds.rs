@@ -1,0 +1,357 @@
+//! The seed benchmarks (`make bench-seeds`): seed 000's Merkle-Patricia job, seed 003's
+//! read-modify-write counters and seed 004's per-operation costs, on MDBX, RocksDB and the
+//! hybrid side by side. `cargo bench` runs the seeds' sizes; `cargo test` (no `--bench`) runs a
+//! tiny size of each, so the job cannot rot. docs/benchmarks.md holds the results.
+
+use criterion::{BatchSize, Criterion};
+use reth_hybrid_api::raw::{RawCursor, RawEngine, RawTx};
+use reth_hybrid_bench::{
+    KeyGen, dir_bytes, print_ratio_table,
+    seeds::{
+        OpenStore, TrieStore,
+        counters::{self, CounterConfig, CounterVariant},
+        micro::{self, Comparator},
+        open_store,
+        pmt::{self, PmtConfig},
+    },
+    with_store,
+};
+use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
+use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
+use std::{hint::black_box, time::Instant};
+
+struct Sizes {
+    pmt: PmtConfig,
+    counters: CounterConfig,
+    /// Rows per value size in the iteration benchmark.
+    iterate_rows: usize,
+    value_sizes: &'static [usize],
+    /// Keys preloaded for the comparator seek benchmark.
+    comparator_keys: usize,
+}
+
+const SEED_SIZES: Sizes = Sizes {
+    pmt: PmtConfig::SEED,
+    counters: CounterConfig {
+        threads: 4,
+        key_range: 4_000_000,
+        ops_per_thread: 2_000_000,
+        ops_per_commit: 10_000,
+        cache_bytes: 16 << 20,
+        seed: 3,
+    },
+    iterate_rows: 20_000,
+    value_sizes: &[8, 64, 512, 4096],
+    comparator_keys: 200_000,
+};
+
+const TINY_SIZES: Sizes = Sizes {
+    pmt: PmtConfig {
+        batches: 3,
+        keys_per_batch: 2_000,
+        seed: 1,
+    },
+    counters: CounterConfig {
+        threads: 2,
+        key_range: 1_000,
+        ops_per_thread: 1_500,
+        ops_per_commit: 100,
+        cache_bytes: 1 << 20,
+        seed: 3,
+    },
+    iterate_rows: 200,
+    value_sizes: &[8, 4096],
+    comparator_keys: 1_000,
+};
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let sizes = if full { &SEED_SIZES } else { &TINY_SIZES };
+    println!(
+        "# seed benchmarks ({} size)",
+        if full {
+            "the seeds'"
+        } else {
+            "tiny (cargo test)"
+        }
+    );
+    pmt_job(&sizes.pmt);
+    counter_job(&sizes.counters);
+    // No charts: the ratios printed are the result (see engines.rs).
+    let mut c = Criterion::default().without_plots().configure_from_args();
+    iteration_by_value_size(&mut c, sizes);
+    comparators(&mut c, sizes);
+    c.final_summary();
+    let iterate_groups: Vec<String> = sizes
+        .value_sizes
+        .iter()
+        .map(|size| format!("seed004_iterate_{size}b_values"))
+        .collect();
+    let iterate_groups: Vec<&str> = iterate_groups.iter().map(String::as_str).collect();
+    println!(
+        "\nIterating {} rows, our RocksDB cursor vs MDBX's:",
+        sizes.iterate_rows
+    );
+    print_ratio_table(&iterate_groups, "rocksdb", "mdbx");
+    println!("\nOur RocksDB cursor vs RocksDB's own iterator (the cost of our cursor emulation):");
+    print_ratio_table(&iterate_groups, "rocksdb", "rocksdb_native_iterator");
+    let comparator_groups = [
+        "seed004_comparator_put_1000",
+        "seed004_comparator_seek_1000",
+    ];
+    println!("\nA Rust comparator callback vs RocksDB's native bytewise comparator:");
+    print_ratio_table(&comparator_groups, "rust_bytewise", "native_bytewise");
+    print_ratio_table(
+        &comparator_groups,
+        "rust_reverse_bytewise",
+        "native_bytewise",
+    );
+}
+
+/// Seed 000: prints each batch like the seed, then a summary per store.
+fn pmt_job(config: &PmtConfig) {
+    let keys = config.batches * config.keys_per_batch;
+    println!(
+        "\n## Seed 000, the PMT job: {keys} random 32-byte keys in {} batches of {}",
+        config.batches, config.keys_per_batch
+    );
+    let started = Instant::now();
+    let reference = pmt::reference_roots(config);
+    println!(
+        "reference roots (from scratch, every batch, untimed below): {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let mut summary = Vec::new();
+    for store in TrieStore::ALL {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = open_store(store, dir.path()).expect("open the store");
+        println!("\n### {}", store.name());
+        let started = Instant::now();
+        let reports = with_store!(&open, |db| pmt::run(db, config, |batch| {
+            assert_eq!(
+                batch.root,
+                reference[batch.batch],
+                "{}: batch {}'s incremental root differs from the from-scratch root",
+                store.name(),
+                batch.batch
+            );
+            println!(
+                "Batch {} completed in {} ms (leaves read {}, hashes reused {}, nodes written {})",
+                batch.batch,
+                batch.elapsed.as_millis(),
+                batch.leaves_read,
+                batch.hashes_reused,
+                batch.nodes_written
+            );
+        }))
+        .expect("the PMT job");
+        let total = started.elapsed();
+        let bytes = dir_bytes(dir.path());
+        check_stored_trie(&open, store);
+        let compacted = compact_rocksdb(&open).then(|| dir_bytes(dir.path()));
+        println!("Job completed in {} ms", total.as_millis());
+        summary.push((store, total, bytes, compacted, reports));
+        drop(open);
+    }
+    println!("\n| store | job | MiB on disk | MiB after compaction | first batch | last batch |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let best = summary.iter().map(|s| s.1).min().expect("stores");
+    for (store, total, bytes, compacted, reports) in &summary {
+        println!(
+            "| {} | {:.1} s ({:.2}x best) | {:.0} | {} | {} ms | {} ms |",
+            store.name(),
+            total.as_secs_f64(),
+            total.as_secs_f64() / best.as_secs_f64(),
+            mib(*bytes),
+            compacted.map_or("-".into(), |b| format!("{:.0}", mib(b))),
+            reports.first().map_or(0, |r| r.elapsed.as_millis()),
+            reports.last().map_or(0, |r| r.elapsed.as_millis()),
+        );
+    }
+    println!(
+        "seed 000 for comparison (another machine): PatriciaDB 40.2 s / 1.19 GB, Besu's PMT on \
+         RocksDB 224.3 s / 2.1 GB after compaction (5.6x)"
+    );
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
+}
+
+/// The stored trie after all incremental updates equals a from-scratch build's.
+fn check_stored_trie(open: &OpenStore, store: TrieStore) {
+    with_store!(open, |db| {
+        let tx = reth_hybrid_api::typed::Database::tx(db).expect("read tx");
+        let (_, expected) = pmt::from_scratch_nodes(&tx).expect("rebuild");
+        let stored = pmt::stored_nodes(&tx).expect("stored nodes");
+        assert!(
+            stored == expected,
+            "{}: the stored trie ({} nodes) differs from a from-scratch build ({} nodes)",
+            store.name(),
+            stored.len(),
+            expected.len()
+        );
+    });
+}
+
+/// Compacts the RocksDB holding the trie, if any; returns whether there was one.
+fn compact_rocksdb(open: &OpenStore) -> bool {
+    let rocks = match open {
+        OpenStore::Mdbx(_) => return false,
+        OpenStore::RocksDb(db) => db.engine().as_ref(),
+        OpenStore::Hybrid(db) => db.engine().follower(),
+    };
+    for table in [
+        reth_hybrid_api::Tables::AccountsTrie,
+        reth_hybrid_api::Tables::HashedAccounts,
+    ] {
+        rocks
+            .db()
+            .compact_range_cf(rocks.column_family(table), None::<&[u8]>, None::<&[u8]>);
+    }
+    true
+}
+
+/// Seed 003: ops/s per variant, each checked for `sum + keys == operations`.
+fn counter_job(config: &CounterConfig) {
+    println!(
+        "\n## Seed 003, counters: {} threads x {} read-modify-writes over {} keys, {} per commit, \
+         RocksDB block cache {} MiB",
+        config.threads,
+        config.ops_per_thread,
+        config.key_range,
+        config.ops_per_commit,
+        config.cache_bytes >> 20
+    );
+    println!("\n| variant | ops/s | vs mdbx | inserts | lock-timeout retries | MiB on disk |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut mdbx_rate = None;
+    for variant in CounterVariant::ALL {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let report = counters::run(variant, dir.path(), config).expect("the counter job");
+        assert!(
+            report.is_consistent(),
+            "{}: {} keys holding {} after {} operations",
+            variant.name(),
+            report.keys,
+            report.sum,
+            report.ops
+        );
+        let rate = report.ops_per_sec();
+        let base = *mdbx_rate.get_or_insert(rate);
+        println!(
+            "| {} | {:.0} | {:.2}x | {} | {} | {:.0} |",
+            variant.name(),
+            rate,
+            rate / base,
+            report.inserts.map_or("(blind)".into(), |n| n.to_string()),
+            report.retries,
+            mib(dir_bytes(dir.path()))
+        );
+    }
+    println!(
+        "seed 003 for comparison (another machine, 16 threads, 5 billion keys): TuplDB 7.7x \
+         RocksDB's read-modify-write"
+    );
+}
+
+/// Seed 004: iteration cost by value size, per engine.
+fn iteration_by_value_size(c: &mut Criterion, sizes: &Sizes) {
+    for &size in sizes.value_sizes {
+        let mdbx_dir = tempfile::tempdir().expect("tempdir");
+        let rocks_dir = tempfile::tempdir().expect("tempdir");
+        let mdbx = MdbxEngine::open(
+            mdbx_dir.path(),
+            MdbxOptions::create().with_geometry(Geometry::SMALL),
+        )
+        .expect("mdbx");
+        let rocks = RocksEngine::open(rocks_dir.path(), &RocksOptions::default()).expect("rocksdb");
+        micro::fill_values(&mdbx, sizes.iterate_rows, size).expect("fill mdbx");
+        micro::fill_values(&rocks, sizes.iterate_rows, size).expect("fill rocksdb");
+        let mut group = c.benchmark_group(format!("seed004_iterate_{size}b_values"));
+        group.bench_function("mdbx", |b| {
+            b.iter(|| black_box(micro::iterate_values(&mdbx).expect("iterate")))
+        });
+        group.bench_function("rocksdb", |b| {
+            b.iter(|| black_box(micro::iterate_values(&rocks).expect("iterate")))
+        });
+        group.bench_function("rocksdb_native_iterator", |b| {
+            b.iter(|| {
+                let cf = rocks.column_family(micro::VALUE_TABLE);
+                let mut it = rocks.db().raw_iterator_cf(cf);
+                it.seek_to_first();
+                let mut bytes = 0;
+                while let Some(value) = it.value() {
+                    bytes += value.len();
+                    it.next();
+                }
+                black_box(bytes)
+            })
+        });
+        group.finish();
+        // The engines' own cursors agree on what they iterate.
+        let ro = rocks.begin_ro().expect("ro");
+        assert!(
+            ro.cursor(micro::VALUE_TABLE)
+                .expect("cursor")
+                .first()
+                .expect("first")
+                .is_some()
+        );
+    }
+}
+
+/// Seed 004: puts and seeks under the native comparator and under Rust callbacks.
+fn comparators(c: &mut Criterion, sizes: &Sizes) {
+    let dirs: Vec<_> = Comparator::ALL
+        .iter()
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
+    let dbs: Vec<_> = Comparator::ALL
+        .iter()
+        .zip(&dirs)
+        .map(|(cmp, dir)| {
+            (
+                *cmp,
+                micro::open_with_comparator(dir.path(), *cmp).expect("open"),
+            )
+        })
+        .collect();
+    let mut group = c.benchmark_group("seed004_comparator_put_1000");
+    for (cmp, db) in &dbs {
+        let mut keys = KeyGen::new(4);
+        group.bench_function(cmp.name(), |b| {
+            b.iter_batched(
+                || (0..1000).map(|_| keys.bytes::<32>()).collect::<Vec<_>>(),
+                |batch| {
+                    for key in batch {
+                        db.put(key, [1u8; 32]).expect("put");
+                    }
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+    for (_, db) in &dbs {
+        let mut keys = KeyGen::new(5);
+        for _ in 0..sizes.comparator_keys {
+            db.put(keys.bytes::<32>(), [2u8; 32]).expect("preload");
+        }
+        db.flush().expect("flush");
+    }
+    let mut group = c.benchmark_group("seed004_comparator_seek_1000");
+    for (cmp, db) in &dbs {
+        let mut keys = KeyGen::new(6);
+        group.bench_function(cmp.name(), |b| {
+            b.iter(|| {
+                let mut it = db.raw_iterator();
+                for _ in 0..1000 {
+                    it.seek(keys.bytes::<32>());
+                    black_box(it.valid());
+                }
+            })
+        });
+    }
+    group.finish();
+}

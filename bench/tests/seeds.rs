@@ -1,0 +1,198 @@
+//! The seed workloads are correct on every engine: the PMT job's incremental roots equal
+//! from-scratch roots and leave the stored trie equal to a from-scratch build (also under random
+//! overwrites and deletions, against a `BTreeMap` model); every counter variant ends with
+//! `sum + keys == operations`; a Rust comparator orders like RocksDB's own.
+
+use alloy_primitives::{B256, U256};
+use proptest::prelude::*;
+use reth_hybrid_api::typed::Database;
+use reth_hybrid_bench::{
+    seeds::{
+        TrieStore,
+        counters::{self, CounterConfig, CounterVariant},
+        micro::{self, Comparator},
+        open_store,
+        pmt::{self, ChangedKeys, PmtConfig},
+    },
+    with_store,
+};
+use std::collections::BTreeMap;
+
+const SMALL: PmtConfig = PmtConfig {
+    batches: 4,
+    keys_per_batch: 1_500,
+    seed: 7,
+};
+
+#[test]
+fn pmt_roots_match_from_scratch_on_every_store() {
+    let reference = pmt::reference_roots(&SMALL);
+    for store in TrieStore::ALL {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = open_store(store, dir.path()).expect("open");
+        with_store!(&open, |db| {
+            let reports = pmt::run(db, &SMALL, |_| {}).expect("run");
+            let roots: Vec<B256> = reports.iter().map(|r| r.root).collect();
+            assert_eq!(roots, reference, "{}", store.name());
+            // Later batches reuse stored hashes instead of rehashing everything.
+            assert!(
+                reports[3].hashes_reused > 0,
+                "{}: no stored hash reused",
+                store.name()
+            );
+            assert!(
+                reports[3].leaves_read < SMALL.batches * SMALL.keys_per_batch,
+                "{}: batch 3 read every leaf",
+                store.name()
+            );
+
+            let tx = db.tx().expect("tx");
+            let (root, expected) = pmt::from_scratch_nodes(&tx).expect("rebuild");
+            assert_eq!(root, reference[3]);
+            assert!(
+                pmt::stored_nodes(&tx).expect("stored") == expected,
+                "{}: stored trie differs from a from-scratch build",
+                store.name()
+            );
+            // Nothing changed: the root comes from the stored root node alone.
+            let again = pmt::incremental_root(&tx, ChangedKeys::default()).expect("root");
+            assert_eq!(again.root, reference[3]);
+            assert_eq!(again.leaves_read, 0);
+        });
+    }
+}
+
+/// Keys that share prefixes of several lengths, so batches split and merge extensions.
+fn key(pool: u8, tail: u8) -> B256 {
+    let mut k = [0u8; 32];
+    match pool % 4 {
+        0 => k[0] = tail,
+        1 => {
+            k[0] = 0x12;
+            k[1] = 0x30 | (tail & 0x0f);
+            k[31] = tail;
+        }
+        2 => {
+            k[..8].copy_from_slice(&[0xab; 8]);
+            k[8] = tail;
+        }
+        _ => {
+            k[0] = 0xab;
+            k[1] = tail;
+            k[20] = pool;
+        }
+    }
+    B256::from(k)
+}
+
+fn batches() -> impl Strategy<Value = Vec<Vec<(u8, u8, Option<u64>)>>> {
+    let row = (
+        any::<u8>(),
+        0u8..24,
+        prop::option::weighted(0.75, any::<u64>()),
+    );
+    prop::collection::vec(prop::collection::vec(row, 0..40), 1..8)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Random overwrites and deletions, checked against a model after every commit.
+    #[test]
+    fn incremental_roots_follow_a_model(batches in batches(), rocks in any::<bool>()) {
+        let store = if rocks { TrieStore::RocksDb } else { TrieStore::Mdbx };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = open_store(store, dir.path()).expect("open");
+        let mut model = BTreeMap::<B256, U256>::new();
+        with_store!(&open, |db| {
+            for batch in &batches {
+                let rows: Vec<_> = batch
+                    .iter()
+                    .map(|(pool, tail, value)| (key(*pool, *tail), value.map(U256::from)))
+                    .collect();
+                for (k, v) in &rows {
+                    match v {
+                        Some(v) => model.insert(*k, *v),
+                        None => model.remove(k),
+                    };
+                }
+                let (computed, _) = pmt::commit_batch(db, &rows).expect("commit");
+                prop_assert_eq!(computed.root, pmt::root_of(&model));
+                let tx = db.tx().expect("tx");
+                let (_, expected) = pmt::from_scratch_nodes(&tx).expect("rebuild");
+                prop_assert!(pmt::stored_nodes(&tx).expect("stored") == expected);
+            }
+        });
+    }
+}
+
+#[test]
+fn every_counter_variant_counts_every_operation() {
+    let config = CounterConfig {
+        threads: 3,
+        key_range: 500,
+        ops_per_thread: 1_200,
+        ops_per_commit: 150,
+        cache_bytes: 1 << 20,
+        seed: 11,
+    };
+    for variant in CounterVariant::ALL {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let report = counters::run(variant, dir.path(), &config).expect("run");
+        assert_eq!(report.ops, 3_600);
+        assert!(
+            report.is_consistent(),
+            "{}: {} keys + sum {} != {} operations",
+            variant.name(),
+            report.keys,
+            report.sum,
+            report.ops
+        );
+        // 3600 draws over 500 keys touch nearly all of them; most operations are updates.
+        assert!(
+            report.keys > 450 && report.keys <= 500,
+            "{}: {} keys",
+            variant.name(),
+            report.keys
+        );
+        if let Some(inserts) = report.inserts {
+            assert_eq!(
+                inserts,
+                report.keys,
+                "{}: every insert left one key",
+                variant.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_rust_comparator_orders_like_the_native_one() {
+    let keys: Vec<[u8; 3]> = vec![
+        [0, 0, 1],
+        [0, 1, 0],
+        [1, 0, 0],
+        [0, 0, 0],
+        [255, 0, 0],
+        [0, 255, 9],
+    ];
+    let mut order = Vec::new();
+    for comparator in Comparator::ALL {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = micro::open_with_comparator(dir.path(), comparator).expect("open");
+        for k in &keys {
+            db.put(k, b"v").expect("put");
+        }
+        let seen: Vec<Vec<u8>> = db
+            .iterator(rocksdb::IteratorMode::Start)
+            .map(|row| row.expect("row").0.to_vec())
+            .collect();
+        order.push(seen);
+    }
+    let mut sorted: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+    sorted.sort();
+    assert_eq!(order[0], sorted, "native bytewise");
+    assert_eq!(order[1], sorted, "rust bytewise");
+    sorted.reverse();
+    assert_eq!(order[2], sorted, "rust reverse bytewise");
+}
