@@ -58,6 +58,7 @@ bench-migration: deps
 
 # The seed benchmarks (../shared/seeds: the 4M-key Merkle-Patricia job, read-modify-write counters,
 # per-operation costs) on MDBX, RocksDB and the hybrid; docs/benchmarks.md, "Seed benchmarks".
+# SEEDS_JOBS=pmt,counters,micro (default: all) runs a subset.
 bench-seeds: deps
 	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench seeds
 

@@ -18,7 +18,10 @@ use reth_hybrid_bench::{
 };
 use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
 use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
-use std::{hint::black_box, time::Instant};
+use std::{
+    hint::black_box,
+    time::{Duration, Instant},
+};
 
 struct Sizes {
     pmt: PmtConfig,
@@ -34,9 +37,9 @@ const SEED_SIZES: Sizes = Sizes {
     pmt: PmtConfig::SEED,
     counters: CounterConfig {
         threads: 4,
-        key_range: 4_000_000,
-        ops_per_thread: 2_000_000,
-        ops_per_commit: 10_000,
+        key_range: 2_000_000,
+        ops_per_thread: 500_000,
+        ops_per_commit: 1_000,
         cache_bytes: 16 << 20,
         seed: 3,
     },
@@ -75,10 +78,24 @@ fn main() {
             "tiny (cargo test)"
         }
     );
-    pmt_job(&sizes.pmt);
-    counter_job(&sizes.counters);
+    // `SEEDS_JOBS=pmt,counters,micro` (the default: all) runs a subset.
+    let jobs = std::env::var("SEEDS_JOBS").unwrap_or_else(|_| "pmt,counters,micro".into());
+    let job = |name: &str| jobs.split(',').any(|j| j.trim() == name);
+    if job("pmt") {
+        pmt_job(&sizes.pmt);
+    }
+    if job("counters") {
+        counter_job(&sizes.counters);
+    }
+    if !job("micro") {
+        return;
+    }
     // No charts: the ratios printed are the result (see engines.rs).
-    let mut c = Criterion::default().without_plots().configure_from_args();
+    let mut c = Criterion::default()
+        .without_plots()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
     iteration_by_value_size(&mut c, sizes);
     comparators(&mut c, sizes);
     c.final_summary();
@@ -147,9 +164,19 @@ fn pmt_job(config: &PmtConfig) {
         .expect("the PMT job");
         let total = started.elapsed();
         let bytes = dir_bytes(dir.path());
+        let (mdbx_bytes, rocks_bytes) = (
+            dir_bytes(&dir.path().join("db")),
+            dir_bytes(&dir.path().join("hybrid-rocksdb")),
+        );
         check_stored_trie(&open, store);
-        let compacted = compact_rocksdb(&open).then(|| dir_bytes(dir.path()));
-        println!("Job completed in {} ms", total.as_millis());
+        let compacted = compact_rocksdb(&open, store).then(|| dir_bytes(dir.path()));
+        println!(
+            "Job completed in {} ms; {:.0} MiB on disk (MDBX {:.0}, RocksDB {:.0})",
+            total.as_millis(),
+            mib(bytes),
+            mib(mdbx_bytes),
+            mib(rocks_bytes)
+        );
         summary.push((store, total, bytes, compacted, reports));
         drop(open);
     }
@@ -195,11 +222,11 @@ fn check_stored_trie(open: &OpenStore, store: TrieStore) {
 }
 
 /// Compacts the RocksDB holding the trie, if any; returns whether there was one.
-fn compact_rocksdb(open: &OpenStore) -> bool {
+fn compact_rocksdb(open: &OpenStore, store: TrieStore) -> bool {
     let rocks = match open {
-        OpenStore::Mdbx(_) => return false,
         OpenStore::RocksDb(db) => db.engine().as_ref(),
-        OpenStore::Hybrid(db) => db.engine().follower(),
+        OpenStore::Hybrid(db) if store == TrieStore::HybridTrieInRocksDb => db.engine().follower(),
+        _ => return false,
     };
     for table in [
         reth_hybrid_api::Tables::AccountsTrie,
