@@ -176,35 +176,26 @@ fn run_engine<E: RawEngine>(
     engine: &E,
     config: &CounterConfig,
 ) -> Result<CounterReport, SeedError> {
-    let started = Instant::now();
-    let inserts = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..config.threads)
-            .map(|thread| {
-                scope.spawn(move || -> Result<u64, SeedError> {
-                    let mut inserts = 0;
-                    for batch in batches(config, thread) {
-                        let tx = engine.begin_rw()?;
-                        for key in batch {
-                            let key = key.to_be_bytes();
-                            let next = match tx.get(COUNTER_TABLE, &key)? {
-                                None => {
-                                    inserts += 1;
-                                    0
-                                }
-                                Some(value) => counter(&value)? + 1,
-                            };
-                            tx.put(COUNTER_TABLE, &key, &next.to_be_bytes())?;
-                        }
-                        tx.commit()?;
+    let (inserts, elapsed) = on_threads(config, |thread| {
+        let mut inserts = 0;
+        for batch in batches(config, thread) {
+            let tx = engine.begin_rw()?;
+            for key in batch {
+                let key = key.to_be_bytes();
+                let next = match tx.get(COUNTER_TABLE, &key)? {
+                    None => {
+                        inserts += 1;
+                        0
                     }
-                    Ok(inserts)
-                })
-            })
-            .collect();
-        join_sum(workers)
+                    Some(value) => counter(&value)? + 1,
+                };
+                tx.put(COUNTER_TABLE, &key, &next.to_be_bytes())?;
+            }
+            tx.commit()?;
+        }
+        Ok(inserts)
     })?;
-    let elapsed = started.elapsed();
-    let (keys, sum) = {
+    let table = {
         let tx = engine.begin_ro()?;
         let mut cursor = tx.cursor(COUNTER_TABLE)?;
         let (mut keys, mut sum) = (0, 0);
@@ -216,31 +207,60 @@ fn run_engine<E: RawEngine>(
         }
         (keys, sum)
     };
-    Ok(CounterReport {
+    Ok(CounterReport::new(
         variant,
-        ops: total_ops(config),
-        inserts: Some(inserts),
+        config,
+        Some(inserts),
         elapsed,
-        retries: 0,
-        keys,
-        sum,
-    })
+        0,
+        table,
+    ))
 }
 
-fn total_ops(config: &CounterConfig) -> u64 {
-    config.ops_per_thread * config.threads as u64
-}
-
-fn join_sum<'scope>(
-    workers: Vec<std::thread::ScopedJoinHandle<'scope, Result<u64, SeedError>>>,
-) -> Result<u64, SeedError> {
-    let mut total = 0;
-    for worker in workers {
-        total += worker
-            .join()
-            .map_err(|_| SeedError::Corrupt("a counter thread panicked".into()))??;
+impl CounterReport {
+    fn new(
+        variant: CounterVariant,
+        config: &CounterConfig,
+        inserts: Option<u64>,
+        elapsed: Duration,
+        retries: u64,
+        (keys, sum): (u64, u64),
+    ) -> Self {
+        Self {
+            variant,
+            ops: config.ops_per_thread * config.threads as u64,
+            inserts,
+            elapsed,
+            retries,
+            keys,
+            sum,
+        }
     }
-    Ok(total)
+}
+
+/// Runs `work(thread)` on every configured thread at once; returns the sum of their results and
+/// the wall time they took together.
+fn on_threads<F>(config: &CounterConfig, work: F) -> Result<(u64, Duration), SeedError>
+where
+    F: Fn(usize) -> Result<u64, SeedError> + Sync,
+{
+    let started = Instant::now();
+    let total = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..config.threads)
+            .map(|thread| {
+                let work = &work;
+                scope.spawn(move || work(thread))
+            })
+            .collect();
+        let mut total = 0;
+        for worker in workers {
+            total += worker
+                .join()
+                .map_err(|_| SeedError::Corrupt("a counter thread panicked".into()))??;
+        }
+        Ok::<_, SeedError>(total)
+    })?;
+    Ok((total, started.elapsed()))
 }
 
 /// The seed's RocksDB set-up: a bounded block cache holding index and filter blocks, bloom
@@ -268,50 +288,39 @@ fn run_transaction_db(dir: &Path, config: &CounterConfig) -> Result<CounterRepor
         &TransactionDBOptions::default(),
         dir.join("rocksdb-txn"),
     )?;
-    let started = Instant::now();
     let retries = std::sync::atomic::AtomicU64::new(0);
-    let inserts = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..config.threads)
-            .map(|thread| {
-                let (db, retries) = (&db, &retries);
-                scope.spawn(move || -> Result<u64, SeedError> {
-                    let mut inserts = 0;
-                    for batch in batches(config, thread) {
-                        loop {
-                            match apply_transaction(db, &batch) {
-                                Ok(found_none) => {
-                                    inserts += found_none;
-                                    break;
-                                }
-                                Err(SeedError::Rocks(e))
-                                    if matches!(
-                                        e.kind(),
-                                        ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::TryAgain
-                                    ) =>
-                                {
-                                    retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                }
-                                Err(e) => return Err(e),
-                            }
-                        }
+    let (inserts, elapsed) = on_threads(config, |thread| {
+        let mut inserts = 0;
+        for batch in batches(config, thread) {
+            loop {
+                match apply_transaction(&db, &batch) {
+                    Ok(found_none) => {
+                        inserts += found_none;
+                        break;
                     }
-                    Ok(inserts)
-                })
-            })
-            .collect();
-        join_sum(workers)
+                    Err(SeedError::Rocks(e))
+                        if matches!(
+                            e.kind(),
+                            ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::TryAgain
+                        ) =>
+                    {
+                        retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(inserts)
     })?;
-    let elapsed = started.elapsed();
-    let (keys, sum) = scan(db.iterator(rocksdb::IteratorMode::Start))?;
-    Ok(CounterReport {
-        variant: CounterVariant::RocksDbTransactions,
-        ops: total_ops(config),
-        inserts: Some(inserts),
+    let table = scan(db.iterator(rocksdb::IteratorMode::Start))?;
+    Ok(CounterReport::new(
+        CounterVariant::RocksDbTransactions,
+        config,
+        Some(inserts),
         elapsed,
-        retries: retries.into_inner(),
-        keys,
-        sum,
-    })
+        retries.into_inner(),
+        table,
+    ))
 }
 
 /// One batch in one pessimistic transaction; returns how many keys it found absent. A lock
@@ -360,36 +369,25 @@ fn run_merge(dir: &Path, config: &CounterConfig) -> Result<CounterReport, SeedEr
     let mut options = seed_rocksdb_options(config);
     options.set_merge_operator("reth-hybrid-counter", full_merge, partial_merge);
     let db = DB::open(&options, dir.join("rocksdb-merge"))?;
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..config.threads)
-            .map(|thread| {
-                let db = &db;
-                scope.spawn(move || -> Result<u64, SeedError> {
-                    for batch in batches(config, thread) {
-                        let mut write = WriteBatch::default();
-                        for key in batch {
-                            write.merge(key.to_be_bytes(), 1u64.to_be_bytes());
-                        }
-                        db.write_opt(write, &synced())?;
-                    }
-                    Ok(0)
-                })
-            })
-            .collect();
-        join_sum(workers)
+    let (_, elapsed) = on_threads(config, |thread| {
+        for batch in batches(config, thread) {
+            let mut write = WriteBatch::default();
+            for key in batch {
+                write.merge(key.to_be_bytes(), 1u64.to_be_bytes());
+            }
+            db.write_opt(write, &synced())?;
+        }
+        Ok(0)
     })?;
-    let elapsed = started.elapsed();
-    let (keys, sum) = scan(db.iterator(rocksdb::IteratorMode::Start))?;
-    Ok(CounterReport {
-        variant: CounterVariant::RocksDbMerge,
-        ops: total_ops(config),
-        inserts: None,
+    let table = scan(db.iterator(rocksdb::IteratorMode::Start))?;
+    Ok(CounterReport::new(
+        CounterVariant::RocksDbMerge,
+        config,
+        None,
         elapsed,
-        retries: 0,
-        keys,
-        sum,
-    })
+        0,
+        table,
+    ))
 }
 
 fn scan<I>(rows: I) -> Result<(u64, u64), SeedError>
