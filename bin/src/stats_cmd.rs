@@ -59,12 +59,13 @@ pub fn run(args: &StatsArgs, out: &mut impl Write) -> eyre::Result<()> {
     )?;
     writeln!(
         out,
-        "rocksdb: {} tables routed, {}{} rows, {} in SST files and memtables; hybrid-rocksdb/ {}",
+        "rocksdb: {} tables routed, {}{} rows, {} in SST files and memtables; hybrid-rocksdb/ {} (WAL {})",
         routed(EngineKind::RocksDb),
         s.rocksdb.entries,
         if args.exact { "" } else { "~" },
         bytes(s.rocksdb.bytes),
-        bytes(s.rocksdb_dir_bytes)
+        bytes(s.rocksdb_dir_bytes),
+        bytes(s.rocksdb_wal_bytes)
     )?;
     if !s.layout_recorded {
         writeln!(

@@ -91,6 +91,7 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
         "rocksdb_memtable_bytes",
         "rocksdb_pending_compaction_bytes",
         "rocksdb_write_stall_seconds",
+        "rocksdb_wal_bytes",
     ] {
         assert!(
             gauges

@@ -51,6 +51,8 @@ pub struct DatadirStats {
     pub mdbx_file_bytes: u64,
     /// Size of every file under `<datadir>/hybrid-rocksdb`.
     pub rocksdb_dir_bytes: u64,
+    /// Of which the live write-ahead log (`*.log`): RocksDB replays it at the next open.
+    pub rocksdb_wal_bytes: u64,
     /// reth's own `<datadir>/rocksdb` (storage v2), if present.
     pub upstream_rocksdb: Option<Vec<UpstreamTable>>,
     pub migration_in_progress: bool,
@@ -101,6 +103,7 @@ pub fn stats(datadir: &Path, exact: bool) -> Result<DatadirStats, MigrateError> 
             .map(|m| m.len())
             .unwrap_or(0),
         rocksdb_dir_bytes: dir_bytes(&dd.rocksdb()),
+        rocksdb_wal_bytes: rocks.as_ref().map_or(0, |r| r.wal_bytes()),
         upstream_rocksdb: inspect_upstream_rocksdb(&dd.upstream_rocksdb())?.map(|cfs| {
             cfs.into_iter()
                 .map(|cf| UpstreamTable {

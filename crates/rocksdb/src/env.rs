@@ -174,6 +174,20 @@ impl RocksEngine {
     pub fn column_family(&self, table: Tables) -> &ColumnFamily {
         self.inner.cf(table)
     }
+
+    /// Bytes of the live write-ahead log: RocksDB has no property for it, so the `*.log` files in
+    /// the directory are summed (a file deleted meanwhile counts as 0).
+    pub fn wal_bytes(&self) -> u64 {
+        let Ok(entries) = std::fs::read_dir(&self.inner.path) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    }
 }
 
 impl RawReplay for RocksEngine {
@@ -274,6 +288,11 @@ impl RawEngine for RocksEngine {
                 });
             }
         }
+        out.push(EngineGauge {
+            name: "rocksdb_wal_bytes",
+            table: None,
+            value: self.wal_bytes() as f64,
+        });
         out.push(EngineGauge {
             name: "rocksdb_write_stall_seconds",
             table: None,

@@ -23,6 +23,12 @@ pub struct RocksOptions {
     /// disk (`spill.rs`); reth's pipeline writes millions of rows in one transaction. The
     /// environment variable `RETH_HYBRID_ROCKSDB_SPILL_BYTES` overrides the default.
     pub spill_bytes: usize,
+    /// Bytes of live WAL past which RocksDB flushes the column families holding the oldest WAL
+    /// file. A WAL file is deleted only once every column family with rows in it has flushed, and
+    /// every hybrid commit writes its sequence row into `Metadata`, whose memtable never fills:
+    /// left to RocksDB's default (4x all write buffers, ~16 GiB for our 32 column families),
+    /// every WAL since the open would stay on disk and be replayed at the next open.
+    pub max_total_wal_bytes: u64,
 }
 
 /// Environment variable overriding [`RocksOptions::spill_bytes`]'s default (tests and the
@@ -31,6 +37,10 @@ pub const SPILL_BYTES_ENV: &str = "RETH_HYBRID_ROCKSDB_SPILL_BYTES";
 
 /// 128 MiB counted (about 180 MiB of heap): room for ~800k tx-hash rows between spills.
 const DEFAULT_SPILL_BYTES: usize = 128 << 20;
+
+/// Four 64 MiB memtables' worth: large tables still flush when their memtable fills, and only
+/// the small, often-written ones (`Metadata`) are flushed early, into tiny SST files.
+const DEFAULT_MAX_TOTAL_WAL_BYTES: u64 = 256 << 20;
 
 impl Default for RocksOptions {
     fn default() -> Self {
@@ -45,6 +55,7 @@ impl Default for RocksOptions {
             create_if_missing: true,
             read_only: false,
             spill_bytes,
+            max_total_wal_bytes: DEFAULT_MAX_TOTAL_WAL_BYTES,
         }
     }
 }
@@ -86,6 +97,7 @@ pub(crate) fn db_options(opts: &RocksOptions) -> Options {
     o.set_max_background_jobs(4);
     o.set_bytes_per_sync(1 << 20);
     o.set_keep_log_file_num(4);
+    o.set_max_total_wal_size(opts.max_total_wal_bytes);
     // Tickers for the block-cache hit rate and write-stall time gauges.
     o.enable_statistics();
     o
