@@ -53,6 +53,7 @@ const TINY_SIZES: Sizes = Sizes {
         batches: 3,
         keys_per_batch: 2_000,
         seed: 1,
+        sorted_writes: false,
     },
     counters: CounterConfig {
         threads: 2,
@@ -138,27 +139,47 @@ fn pmt_job(config: &PmtConfig) {
         "reference roots (from scratch, every batch, untimed below): {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    // Every store in the seed's random write order, then the MDBX-backed ones with each batch
+    // written in key order (as reth writes its sorted hashed state).
+    let variants: Vec<(TrieStore, bool)> = TrieStore::ALL
+        .into_iter()
+        .map(|store| (store, false))
+        .chain([(TrieStore::Mdbx, true), (TrieStore::Hybrid, true)])
+        .collect();
     let mut summary = Vec::new();
-    for store in TrieStore::ALL {
+    for (store, sorted_writes) in variants {
+        let config = &PmtConfig {
+            sorted_writes,
+            ..*config
+        };
+        let name = format!(
+            "{}{}",
+            store.name(),
+            if sorted_writes { ", sorted writes" } else { "" }
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         let open = open_store(store, dir.path()).expect("open the store");
-        println!("\n### {}", store.name());
+        println!("\n### {name}");
         let started = Instant::now();
         let reports = with_store!(&open, |db| pmt::run(db, config, |batch| {
             assert_eq!(
-                batch.root,
-                reference[batch.batch],
-                "{}: batch {}'s incremental root differs from the from-scratch root",
-                store.name(),
+                batch.root, reference[batch.batch],
+                "{name}: batch {}'s incremental root differs from the from-scratch root",
                 batch.batch
             );
+            let p = &batch.phases;
             println!(
-                "Batch {} completed in {} ms (leaves read {}, hashes reused {}, nodes written {})",
+                "Batch {} completed in {} ms (leaves read {}, hashes reused {}, nodes written {}; \
+                 leaf writes {} ms, root {} ms, trie writes {} ms, commit {} ms)",
                 batch.batch,
                 batch.elapsed.as_millis(),
                 batch.leaves_read,
                 batch.hashes_reused,
-                batch.nodes_written
+                batch.nodes_written,
+                p.leaf_writes.as_millis(),
+                p.root.as_millis(),
+                p.trie_writes.as_millis(),
+                p.commit.as_millis(),
             );
         }))
         .expect("the PMT job");
@@ -177,22 +198,43 @@ fn pmt_job(config: &PmtConfig) {
             mib(mdbx_bytes),
             mib(rocks_bytes)
         );
-        summary.push((store, total, bytes, compacted, reports));
+        let mut phases = pmt::BatchPhases::default();
+        reports.iter().for_each(|r| phases.add(&r.phases));
+        summary.push((name, total, bytes, compacted, reports, phases));
         drop(open);
     }
     println!("\n| store | job | MiB on disk | MiB after compaction | first batch | last batch |");
     println!("|---|---:|---:|---:|---:|---:|");
     let best = summary.iter().map(|s| s.1).min().expect("stores");
-    for (store, total, bytes, compacted, reports) in &summary {
+    for (name, total, bytes, compacted, reports, _) in &summary {
         println!(
             "| {} | {:.1} s ({:.2}x best) | {:.0} | {} | {} ms | {} ms |",
-            store.name(),
+            name,
             total.as_secs_f64(),
             total.as_secs_f64() / best.as_secs_f64(),
             mib(*bytes),
             compacted.map_or("-".into(), |b| format!("{:.0}", mib(b))),
             reports.first().map_or(0, |r| r.elapsed.as_millis()),
             reports.last().map_or(0, |r| r.elapsed.as_millis()),
+        );
+    }
+    println!("\nWhere the time went (all batches):");
+    println!("\n| store | leaf writes | root | trie writes | commit |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, total, _, _, _, p) in &summary {
+        let share = |d: Duration| {
+            format!(
+                "{:.1} s ({:.0}%)",
+                d.as_secs_f64(),
+                100.0 * d.as_secs_f64() / total.as_secs_f64()
+            )
+        };
+        println!(
+            "| {name} | {} | {} | {} | {} |",
+            share(p.leaf_writes),
+            share(p.root),
+            share(p.trie_writes),
+            share(p.commit)
         );
     }
     println!(

@@ -30,6 +30,9 @@ pub struct PmtConfig {
     pub batches: usize,
     pub keys_per_batch: usize,
     pub seed: u64,
+    /// Write each batch in key order (as reth writes its sorted hashed state) instead of the
+    /// seed's random order. The rows, roots and stored trie are the same either way.
+    pub sorted_writes: bool,
 }
 
 impl PmtConfig {
@@ -38,6 +41,7 @@ impl PmtConfig {
         batches: 40,
         keys_per_batch: 100_000,
         seed: 1,
+        sorted_writes: false,
     };
 }
 
@@ -48,6 +52,8 @@ pub struct BatchReport {
     pub root: B256,
     /// Writes, root computation and the commit.
     pub elapsed: Duration,
+    /// Where `elapsed` went.
+    pub phases: BatchPhases,
     /// Leaves read back from `HashedAccounts` to rebuild changed subtrees.
     pub leaves_read: usize,
     /// Stored branch nodes reused without descending into them.
@@ -55,6 +61,28 @@ pub struct BatchReport {
     /// Branch nodes written (new or changed) and removed.
     pub nodes_written: usize,
     pub nodes_removed: usize,
+}
+
+/// One batch's time by phase.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BatchPhases {
+    /// The batch's rows into `HashedAccounts`.
+    pub leaf_writes: Duration,
+    /// The incremental root: stored nodes and changed leaves read, hashed.
+    pub root: Duration,
+    /// The branch-node changes into `AccountsTrie`.
+    pub trie_writes: Duration,
+    /// The durable commit.
+    pub commit: Duration,
+}
+
+impl BatchPhases {
+    pub fn add(&mut self, other: &Self) {
+        self.leaf_writes += other.leaf_writes;
+        self.root += other.root;
+        self.trie_writes += other.trie_writes;
+        self.commit += other.commit;
+    }
 }
 
 /// The rows of one batch: `(hashed key, value)`, deterministic in `config.seed`.
@@ -132,16 +160,21 @@ pub fn run<D: Database>(
 ) -> Result<Vec<BatchReport>, DatabaseError> {
     let mut reports = Vec::with_capacity(config.batches);
     for batch in 0..config.batches {
-        let rows: Vec<_> = batch_rows(config, batch)
+        let mut rows: Vec<_> = batch_rows(config, batch)
             .into_iter()
             .map(|(key, value)| (key, Some(value)))
             .collect();
         let started = Instant::now();
-        let (computed, (nodes_written, nodes_removed)) = commit_batch(db, &rows)?;
+        if config.sorted_writes {
+            // Stable: of two writes to one key the later stays later.
+            rows.sort_by_key(|(key, _)| *key);
+        }
+        let (computed, (nodes_written, nodes_removed), phases) = commit_batch(db, &rows)?;
         let report = BatchReport {
             batch,
             root: computed.root,
             elapsed: started.elapsed(),
+            phases,
             leaves_read: computed.leaves_read,
             hashes_reused: computed.hashes_reused,
             nodes_written,
@@ -154,11 +187,18 @@ pub fn run<D: Database>(
 }
 
 /// One commit: the rows written (`Some`) or deleted (`None`), the new root computed over them
-/// and its branch-node changes stored. Returns the root and (nodes written, nodes removed).
+/// and its branch-node changes stored. Returns the root, (nodes written, nodes removed) and the
+/// time of each phase.
 pub fn commit_batch<D: Database>(
     db: &D,
     rows: &[(B256, Option<U256>)],
-) -> Result<(ComputedRoot, (usize, usize)), DatabaseError> {
+) -> Result<(ComputedRoot, (usize, usize), BatchPhases), DatabaseError> {
+    let mut phases = BatchPhases::default();
+    let mut started = Instant::now();
+    let mut lap = |phase: &mut Duration| {
+        *phase = started.elapsed();
+        started = Instant::now();
+    };
     let tx = db.tx_mut()?;
     let mut changed = Vec::with_capacity(rows.len());
     for (key, value) in rows {
@@ -170,10 +210,14 @@ pub fn commit_batch<D: Database>(
         }
         changed.push(Nibbles::unpack(key));
     }
+    lap(&mut phases.leaf_writes);
     let computed = incremental_root(&tx, ChangedKeys::new(changed))?;
+    lap(&mut phases.root);
     let written = computed.write(&tx)?;
+    lap(&mut phases.trie_writes);
     tx.commit()?;
-    Ok((computed, written))
+    lap(&mut phases.commit);
+    Ok((computed, written, phases))
 }
 
 /// The full keys changed since the stored trie was computed (reth's prefix set), sorted.
