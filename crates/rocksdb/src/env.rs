@@ -36,6 +36,49 @@ pub(crate) struct EngineInner {
     /// A read-only open's info log, kept outside the datadir; removed after `db` closes (fields
     /// drop in order).
     _log_dir: Option<LogDir>,
+    /// Last: counts the engine as open until `db` has closed.
+    _open: OpenEngine,
+}
+
+/// Engines of this process whose RocksDB has not closed yet.
+static OPEN_ENGINES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+struct OpenEngine;
+
+impl OpenEngine {
+    fn new() -> Self {
+        OPEN_ENGINES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for OpenEngine {
+    fn drop(&mut self) {
+        OPEN_ENGINES.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// How many engines of this process are still open (their RocksDB not yet closed).
+pub fn open_engines() -> usize {
+    OPEN_ENGINES.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Waits up to `timeout` for every engine of this process to close; returns whether they did.
+///
+/// A RocksDB that closes while the process exits can abort it ("pthread lock: Invalid
+/// argument", facebook/rocksdb#11349): C++ static destructors tear down RocksDB's shared timer
+/// while the close still uses it. reth's command runner drops its runtime, and with it the
+/// tasks holding the database, on a thread of its own without waiting, so a binary calls this
+/// before it exits.
+pub fn wait_for_engines_closed(timeout: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    while open_engines() > 0 {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    true
 }
 
 /// A folder under the system temporary directory, removed on drop.
@@ -149,6 +192,7 @@ impl RocksEngine {
                 cache,
                 row_cache,
                 _log_dir: log_dir,
+                _open: OpenEngine::new(),
             }),
         })
     }

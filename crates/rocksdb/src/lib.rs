@@ -20,7 +20,7 @@ mod view;
 pub use bulk::{
     SstFile, SstSink, TableSize, UpstreamColumnFamily, inspect_upstream_rocksdb, is_initialized,
 };
-pub use env::{HYBRID_ROCKSDB_DIR, RocksEngine};
+pub use env::{HYBRID_ROCKSDB_DIR, RocksEngine, open_engines, wait_for_engines_closed};
 pub use error::RocksError;
 pub use options::{RocksOptions, SPILL_BYTES_ENV};
 pub use tx::{RocksCursor, RocksStore, RocksTx, RocksTxMut};

@@ -40,7 +40,7 @@ fn main() {
             .get(1)
             .is_some_and(|cmd| operator::COMMANDS.contains(&cmd.as_str()))
         {
-            std::process::exit(operator::main(argv));
+            exit_once_closed(operator::main(argv));
         }
     }
     let cli = Cli::<EthereumChainSpecParser>::parse();
@@ -133,6 +133,37 @@ fn main() {
         }
     }) {
         eprintln!("Error: {err:?}");
+        #[cfg(feature = "hybrid")]
+        exit_once_closed(1);
+        #[cfg(not(feature = "hybrid"))]
         std::process::exit(1);
     }
+    #[cfg(feature = "hybrid")]
+    exit_once_closed(0);
+}
+
+/// Ends the process once reth-hybrid's RocksDB has closed. reth's runner drops its runtime (and
+/// the tasks holding the database) on a thread of its own without waiting, and a RocksDB closing
+/// while the process exits can abort it ("pthread lock: Invalid argument", as an `import` did
+/// once in operator-check): C++ static destructors tear down RocksDB's shared timer under it.
+/// `_exit` then skips those destructors, so reth's own RocksDB (`<datadir>/rocksdb`, which may
+/// still be closing) cannot trip over them either.
+#[cfg(feature = "hybrid")]
+fn exit_once_closed(code: i32) -> ! {
+    use std::{io::Write, time::Duration};
+    if !reth_hybrid_rocksdb::wait_for_engines_closed(Duration::from_secs(2)) {
+        eprintln!("waiting for reth-hybrid's RocksDB to close...");
+        if !reth_hybrid_rocksdb::wait_for_engines_closed(Duration::from_secs(58)) {
+            eprintln!(
+                "reth-hybrid's RocksDB is still open after 60 s; exiting anyway: every commit is \
+                 durable, and the next open replays RocksDB's log"
+            );
+        }
+    }
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: ends the process without atexit handlers or static destructors. What it wrote is
+    // in the kernel already (Rust flushes no buffered writer at exit either), the standard
+    // streams are flushed above, and the log file's writer flushed when its guard dropped.
+    unsafe { libc::_exit(code) }
 }

@@ -110,6 +110,11 @@ enum DbCommand {
         #[arg(short, long)]
         force: bool,
     },
+    /// Copies the database, both engines at one commit: reth's MDBX copy and reth-hybrid's
+    /// RocksDB, with reth's storage lock held so no node commits in between.
+    Copy(super::db_copy::CopyArgs),
+    /// Every table against a second datadir (hybrid or stock MDBX), with reth's report files.
+    Diff(super::db_diff::DiffArgs),
     /// Returns the full database path.
     Path,
     /// reth's other `db` subcommands, refused with the reason.
@@ -235,8 +240,8 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
             "`db {}` is not available on a hybrid datadir: reth's implementation reads and \
              writes MDBX alone and would miss or orphan the RocksDB tables (AccountsHistory, \
              StoragesHistory, TransactionHashNumbers). Here: `db stats|list|get|checksum|clear|\
-             repair-trie|stage-checkpoints|prune-checkpoints|settings|static-file-header|\
-             account-storage|state|drop|path`, or \
+             copy|diff|repair-trie|stage-checkpoints|prune-checkpoints|settings|\
+             static-file-header|account-storage|state|drop|path`, or \
              `reth-hybrid stats|verify`; for the rest move the tables back with `reth-hybrid \
              migrate --datadir D --to mdbx` and use the stock build",
             words.first().map(String::as_str).unwrap_or("")
@@ -287,6 +292,9 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
     if matches!(args.command, DbCommand::Path) {
         println!("{}", db_dir.display());
         return Ok(());
+    }
+    if let DbCommand::Copy(copy) = args.command {
+        return super::db_copy::run(copy, &args.env, &data_dir, runtime);
     }
     let access = match &args.command {
         DbCommand::Clear { .. } => Access::ReadWrite,
@@ -387,7 +395,8 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
             subkey,
             raw,
         }),
-        DbCommand::Path | DbCommand::Drop { .. } | DbCommand::Other(_) => {
+        DbCommand::Diff(diff) => super::db_diff::run(diff, &factory),
+        DbCommand::Path | DbCommand::Drop { .. } | DbCommand::Copy(_) | DbCommand::Other(_) => {
             unreachable!("answered above")
         }
     }

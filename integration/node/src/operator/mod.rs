@@ -6,6 +6,8 @@
 //! reth's commands that are not here are refused by `main` with the reason and a way out.
 
 mod db;
+mod db_copy;
+mod db_diff;
 mod db_meta;
 mod db_state;
 mod env;
