@@ -54,6 +54,7 @@ const TINY_SIZES: Sizes = Sizes {
         keys_per_batch: 2_000,
         seed: 1,
         sorted_writes: false,
+        root_beside_writes: false,
     },
     counters: CounterConfig {
         threads: 2,
@@ -140,22 +141,44 @@ fn pmt_job(config: &PmtConfig) {
         started.elapsed().as_secs_f64()
     );
     // Every store in the seed's random write order, then the MDBX-backed ones with each batch
-    // written in key order (as reth writes its sorted hashed state).
-    let variants: Vec<(TrieStore, bool)> = TrieStore::ALL
+    // written in key order (as reth writes its sorted hashed state), and with the root computed
+    // on a second thread while the leaves are written (as reth's state root reads a snapshot).
+    // `SEEDS_PMT_STORES=N,M` runs only those rows of the list (0-based).
+    let (random, sorted, beside) = ((false, false), (true, false), (true, true));
+    let all: Vec<(TrieStore, (bool, bool))> = TrieStore::ALL
         .into_iter()
-        .map(|store| (store, false))
-        .chain([(TrieStore::Mdbx, true), (TrieStore::Hybrid, true)])
+        .map(|store| (store, random))
+        .chain([
+            (TrieStore::Mdbx, sorted),
+            (TrieStore::Hybrid, sorted),
+            (TrieStore::Mdbx, beside),
+            (TrieStore::Hybrid, beside),
+        ])
         .collect();
+    let chosen: Option<Vec<usize>> = std::env::var("SEEDS_PMT_STORES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect());
+    let variants = all
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| chosen.as_ref().is_none_or(|c| c.contains(i)))
+        .map(|(_, v)| v);
     let mut summary = Vec::new();
-    for (store, sorted_writes) in variants {
+    for (store, (sorted_writes, root_beside_writes)) in variants {
         let config = &PmtConfig {
             sorted_writes,
+            root_beside_writes,
             ..*config
         };
         let name = format!(
-            "{}{}",
+            "{}{}{}",
             store.name(),
-            if sorted_writes { ", sorted writes" } else { "" }
+            if sorted_writes { ", sorted writes" } else { "" },
+            if root_beside_writes {
+                ", root beside the writes"
+            } else {
+                ""
+            }
         );
         let dir = tempfile::tempdir().expect("tempdir");
         let open = open_store(store, dir.path()).expect("open the store");

@@ -23,6 +23,7 @@ const SMALL: PmtConfig = PmtConfig {
     keys_per_batch: 1_500,
     seed: 7,
     sorted_writes: false,
+    root_beside_writes: false,
 };
 
 #[test]
@@ -64,13 +65,23 @@ fn pmt_roots_match_from_scratch_on_every_store() {
 }
 
 #[test]
-fn pmt_sorted_writes_give_the_same_roots_and_trie() {
+fn pmt_sorted_writes_and_the_root_beside_them_give_the_same_roots_and_trie() {
     let reference = pmt::reference_roots(&SMALL);
     let sorted = PmtConfig {
         sorted_writes: true,
         ..SMALL
     };
-    for store in [TrieStore::Mdbx, TrieStore::Hybrid] {
+    let beside = PmtConfig {
+        root_beside_writes: true,
+        ..sorted
+    };
+    for (store, sorted) in [
+        (TrieStore::Mdbx, sorted),
+        (TrieStore::Hybrid, sorted),
+        (TrieStore::Mdbx, beside),
+        (TrieStore::Hybrid, beside),
+        (TrieStore::RocksDb, beside),
+    ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let open = open_store(store, dir.path()).expect("open");
         with_store!(&open, |db| {
@@ -132,7 +143,11 @@ proptest! {
 
     /// Random overwrites and deletions, checked against a model after every commit.
     #[test]
-    fn incremental_roots_follow_a_model(batches in batches(), rocks in any::<bool>()) {
+    fn incremental_roots_follow_a_model(
+        batches in batches(),
+        rocks in any::<bool>(),
+        root_beside in any::<bool>(),
+    ) {
         let store = if rocks { TrieStore::RocksDb } else { TrieStore::Mdbx };
         let dir = tempfile::tempdir().expect("tempdir");
         let open = open_store(store, dir.path()).expect("open");
@@ -149,7 +164,12 @@ proptest! {
                         None => model.remove(k),
                     };
                 }
-                let (computed, _, _) = pmt::commit_batch(db, &rows).expect("commit");
+                // The root from a snapshot with the batch laid over it must be the same.
+                let (computed, _, _) = match root_beside {
+                    true => pmt::commit_batch_root_beside(db, &rows),
+                    false => pmt::commit_batch(db, &rows),
+                }
+                .expect("commit");
                 prop_assert_eq!(computed.root, pmt::root_of(&model));
                 let tx = db.tx().expect("tx");
                 let (_, expected) = pmt::from_scratch_nodes(&tx).expect("rebuild");

@@ -33,6 +33,10 @@ pub struct PmtConfig {
     /// Write each batch in key order (as reth writes its sorted hashed state) instead of the
     /// seed's random order. The rows, roots and stored trie are the same either way.
     pub sorted_writes: bool,
+    /// Compute each root on a read snapshot of the previous commit with the batch laid over it
+    /// in memory, on a second thread while the leaves are written (as reth computes its state
+    /// root from a read-only provider and the in-memory hashed state).
+    pub root_beside_writes: bool,
 }
 
 impl PmtConfig {
@@ -42,6 +46,7 @@ impl PmtConfig {
         keys_per_batch: 100_000,
         seed: 1,
         sorted_writes: false,
+        root_beside_writes: false,
     };
 }
 
@@ -153,7 +158,7 @@ pub fn root_of<'a>(rows: impl IntoIterator<Item = (&'a B256, &'a U256)>) -> B256
 
 /// Runs the job on `db`: each batch's rows and its root's branch-node updates in one commit.
 /// `on_batch` sees each batch as it completes (the bench prints it, tests check the root).
-pub fn run<D: Database>(
+pub fn run<D: Database + Sync>(
     db: &D,
     config: &PmtConfig,
     mut on_batch: impl FnMut(&BatchReport),
@@ -169,7 +174,10 @@ pub fn run<D: Database>(
             // Stable: of two writes to one key the later stays later.
             rows.sort_by_key(|(key, _)| *key);
         }
-        let (computed, (nodes_written, nodes_removed), phases) = commit_batch(db, &rows)?;
+        let (computed, (nodes_written, nodes_removed), phases) = match config.root_beside_writes {
+            true => commit_batch_root_beside(db, &rows)?,
+            false => commit_batch(db, &rows)?,
+        };
         let report = BatchReport {
             batch,
             root: computed.root,
@@ -218,6 +226,145 @@ pub fn commit_batch<D: Database>(
     tx.commit()?;
     lap(&mut phases.commit);
     Ok((computed, written, phases))
+}
+
+/// [`commit_batch`] with the root computed on a second thread, from a read snapshot of the last
+/// commit with `rows` laid over it, while this thread writes the leaves. `phases.root` is the
+/// time the commit then still waited for the root.
+pub fn commit_batch_root_beside<D: Database + Sync>(
+    db: &D,
+    rows: &[(B256, Option<U256>)],
+) -> Result<(ComputedRoot, (usize, usize), BatchPhases), DatabaseError> {
+    let mut overlay = rows.to_vec();
+    // Stable: of two writes to one key the later stays, as in the write transaction.
+    overlay.sort_by_key(|(key, _)| *key);
+    overlay.reverse();
+    overlay.dedup_by_key(|(key, _)| *key);
+    overlay.reverse();
+    let changed = ChangedKeys::new(overlay.iter().map(|(k, _)| Nibbles::unpack(k)).collect());
+    let mut phases = BatchPhases::default();
+    std::thread::scope(|scope| {
+        let root = scope.spawn(|| {
+            let snapshot = db.tx()?;
+            let leaves = OverlayLeaves::new(
+                StoredLeaves(snapshot.cursor_read::<HashedAccounts>()?),
+                &overlay,
+            );
+            incremental_root_with(snapshot.cursor_read::<AccountsTrie>()?, leaves, changed)
+        });
+        let started = Instant::now();
+        let tx = db.tx_mut()?;
+        for (key, value) in rows {
+            match value {
+                Some(value) => tx.put::<HashedAccounts>(*key, account(*value))?,
+                None => {
+                    tx.delete::<HashedAccounts>(*key, None)?;
+                }
+            }
+        }
+        phases.leaf_writes = started.elapsed();
+        let started = Instant::now();
+        let computed = root.join().expect("the root thread panicked")?;
+        phases.root = started.elapsed();
+        let started = Instant::now();
+        let written = computed.write(&tx)?;
+        phases.trie_writes = started.elapsed();
+        let started = Instant::now();
+        tx.commit()?;
+        phases.commit = started.elapsed();
+        Ok((computed, written, phases))
+    })
+}
+
+/// Where the root computation reads leaves from, in key order.
+pub trait LeafSource {
+    fn seek(&mut self, key: B256) -> Result<Option<(B256, Account)>, DatabaseError>;
+    fn next(&mut self) -> Result<Option<(B256, Account)>, DatabaseError>;
+}
+
+/// The leaves a transaction shows in `HashedAccounts`.
+#[derive(Debug)]
+pub struct StoredLeaves<C>(pub C);
+
+impl<C: DbCursorRO<HashedAccounts>> LeafSource for StoredLeaves<C> {
+    fn seek(&mut self, key: B256) -> Result<Option<(B256, Account)>, DatabaseError> {
+        self.0.seek(key)
+    }
+
+    fn next(&mut self) -> Result<Option<(B256, Account)>, DatabaseError> {
+        self.0.next()
+    }
+}
+
+/// Stored leaves with a sorted batch laid over them: a batch row replaces the stored row of its
+/// key, and `None` deletes it.
+#[derive(Debug)]
+pub struct OverlayLeaves<'a, L> {
+    stored: L,
+    stored_row: Option<(B256, Account)>,
+    batch: &'a [(B256, Option<U256>)],
+    pos: usize,
+    /// The key last returned, so `next` knows which side(s) to advance.
+    last: Option<B256>,
+}
+
+impl<'a, L: LeafSource> OverlayLeaves<'a, L> {
+    /// `batch` sorted by key, one row per key.
+    pub fn new(stored: L, batch: &'a [(B256, Option<U256>)]) -> Self {
+        Self {
+            stored,
+            stored_row: None,
+            batch,
+            pos: batch.len(),
+            last: None,
+        }
+    }
+
+    fn resolve(&mut self) -> Result<Option<(B256, Account)>, DatabaseError> {
+        loop {
+            let stored = self.stored_row.as_ref().map(|(k, _)| *k);
+            let batch = self.batch.get(self.pos).copied();
+            let (key, row) = match (stored, batch) {
+                (None, None) => return Ok(None),
+                (Some(s), b) if b.is_none_or(|(k, _)| s < k) => (s, self.stored_row),
+                (s, Some((k, value))) => {
+                    if value.is_none() {
+                        // Deleted: skip it and the stored row it hides.
+                        self.pos += 1;
+                        if s == Some(k) {
+                            self.stored_row = self.stored.next()?;
+                        }
+                        continue;
+                    }
+                    (k, value.map(|v| (k, account(v))))
+                }
+                (Some(_), None) => unreachable!("matched by the first stored arm"),
+            };
+            self.last = Some(key);
+            return Ok(row);
+        }
+    }
+}
+
+impl<L: LeafSource> LeafSource for OverlayLeaves<'_, L> {
+    fn seek(&mut self, key: B256) -> Result<Option<(B256, Account)>, DatabaseError> {
+        self.stored_row = self.stored.seek(key)?;
+        self.pos = self.batch.partition_point(|(k, _)| *k < key);
+        self.resolve()
+    }
+
+    fn next(&mut self) -> Result<Option<(B256, Account)>, DatabaseError> {
+        let Some(last) = self.last else {
+            return Ok(None);
+        };
+        if self.stored_row.as_ref().is_some_and(|(k, _)| *k == last) {
+            self.stored_row = self.stored.next()?;
+        }
+        if self.batch.get(self.pos).is_some_and(|(k, _)| *k == last) {
+            self.pos += 1;
+        }
+        self.resolve()
+    }
 }
 
 /// The full keys changed since the stored trie was computed (reth's prefix set), sorted.
@@ -272,9 +419,22 @@ pub fn incremental_root<TX: DbTx>(
     tx: &TX,
     changed: ChangedKeys,
 ) -> Result<ComputedRoot, DatabaseError> {
+    incremental_root_with(
+        tx.cursor_read::<AccountsTrie>()?,
+        StoredLeaves(tx.cursor_read::<HashedAccounts>()?),
+        changed,
+    )
+}
+
+/// [`incremental_root`] over any trie cursor and leaf source.
+pub fn incremental_root_with<TC: DbCursorRO<AccountsTrie>, L: LeafSource>(
+    trie: TC,
+    leaves: L,
+    changed: ChangedKeys,
+) -> Result<ComputedRoot, DatabaseError> {
     let mut walk = Walk {
-        trie: tx.cursor_read::<AccountsTrie>()?,
-        leaves: tx.cursor_read::<HashedAccounts>()?,
+        trie,
+        leaves,
         changed,
         hb: HashBuilder::default().with_updates(true),
         visited: Vec::new(),
@@ -310,7 +470,7 @@ struct Walk<TC, LC> {
     buf: Vec<u8>,
 }
 
-impl<TC: DbCursorRO<AccountsTrie>, LC: DbCursorRO<HashedAccounts>> Walk<TC, LC> {
+impl<TC: DbCursorRO<AccountsTrie>, LC: LeafSource> Walk<TC, LC> {
     /// Feeds the hash builder everything under `prefix`, in key order.
     fn subtree(&mut self, prefix: Nibbles) -> Result<(), DatabaseError> {
         // The shallowest stored node under `prefix` is the first stored key with that prefix:
