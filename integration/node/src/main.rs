@@ -147,16 +147,26 @@ fn main() {
 /// while the process exits can abort it ("pthread lock: Invalid argument", as an `import` did
 /// once in operator-check): C++ static destructors tear down RocksDB's shared timer under it.
 /// `_exit` then skips those destructors, so reth's own RocksDB (`<datadir>/rocksdb`, which may
-/// still be closing) cannot trip over them either.
+/// still be closing) cannot trip over them either. After a Ctrl-C reth returns while a blocking
+/// command may still run: the wait is short, and a second Ctrl-C ends the process at once.
 #[cfg(feature = "hybrid")]
 fn exit_once_closed(code: i32) -> ! {
     use std::{io::Write, time::Duration};
+    // SAFETY: restores the default disposition (terminate) of two signals whose handlers (tokio's)
+    // no longer have anyone listening.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
     if !reth_hybrid_rocksdb::wait_for_engines_closed(Duration::from_secs(2)) {
-        eprintln!("waiting for reth-hybrid's RocksDB to close...");
-        if !reth_hybrid_rocksdb::wait_for_engines_closed(Duration::from_secs(58)) {
+        eprintln!(
+            "waiting up to 10 s for reth-hybrid's RocksDB to close (Ctrl-C ends the process now; \
+             every commit is durable either way)..."
+        );
+        if !reth_hybrid_rocksdb::wait_for_engines_closed(Duration::from_secs(10)) {
             eprintln!(
-                "reth-hybrid's RocksDB is still open after 60 s; exiting anyway: every commit is \
-                 durable, and the next open replays RocksDB's log"
+                "reth-hybrid's RocksDB is still open (a command interrupted mid-work); exiting: \
+                 the next open recovers a commit it left in flight"
             );
         }
     }

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, clap::Args)]
 pub struct CopyArgs {
     /// Destination file of the MDBX copy (it must not exist), as in reth. Given as
-    /// `<new datadir>/db/mdbx.dat`, the copy is a datadir: RocksDB goes to
-    /// `<new datadir>/hybrid-rocksdb`, with reth's own (empty) RocksDB, the database version
-    /// file and an empty intent log.
+    /// `<new datadir>/db/mdbx.dat` (without `--rocksdb-dest`), the copy is a datadir: RocksDB
+    /// goes to `<new datadir>/hybrid-rocksdb`, with reth's own (empty) RocksDB, the database
+    /// version file and an empty intent log.
     dest: PathBuf,
-    /// Where the copy of reth-hybrid's RocksDB goes (a new directory); needed unless `dest`
-    /// lies in a folder named `db`.
+    /// Where the copy of reth-hybrid's RocksDB goes (a new directory); needed unless `dest` is
+    /// `<new datadir>/db/mdbx.dat`.
     #[arg(long, value_name = "DIR")]
     rocksdb_dest: Option<PathBuf>,
     /// Compact the database while copying (reclaims free space).
@@ -34,17 +34,21 @@ pub struct CopyArgs {
 struct Destination {
     mdbx_file: PathBuf,
     rocksdb_dir: PathBuf,
-    /// The new datadir, when `dest` is `<datadir>/db/<file>`.
+    /// The new datadir, when `dest` is `<datadir>/db/mdbx.dat` and no `--rocksdb-dest` is given.
     datadir: Option<PathBuf>,
 }
 
 impl Destination {
     fn new(args: &CopyArgs) -> eyre::Result<Self> {
-        let parent = args.dest.parent().filter(|p| !p.as_os_str().is_empty());
-        let datadir = parent
-            .filter(|p| p.file_name().is_some_and(|n| n == "db"))
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
+        let datadir = match &args.rocksdb_dest {
+            Some(_) => None,
+            None => Some(&args.dest)
+                .filter(|dest| dest.file_name().is_some_and(|n| n == "mdbx.dat"))
+                .and_then(|dest| dest.parent())
+                .filter(|db| db.file_name().is_some_and(|n| n == "db"))
+                .and_then(Path::parent)
+                .map(Path::to_path_buf),
+        };
         let rocksdb_dir = match (&args.rocksdb_dest, &datadir) {
             (Some(dir), _) => dir.clone(),
             (None, Some(datadir)) => datadir.join(HYBRID_ROCKSDB_DIR),
@@ -55,23 +59,19 @@ impl Destination {
                 args.dest.display()
             ),
         };
-        eyre::ensure!(
-            !args.dest.exists(),
-            "{} exists: the MDBX copy needs a new file (nothing was copied)",
-            args.dest.display()
-        );
-        eyre::ensure!(
-            !rocksdb_dir.exists(),
-            "{} exists: the RocksDB copy needs a new directory (nothing was copied)",
-            rocksdb_dir.display()
-        );
+        let mut taken = vec![args.dest.clone(), rocksdb_dir.clone()];
         if let Some(datadir) = &datadir {
-            let upstream = datadir.join("rocksdb");
+            taken.extend([
+                db_version_file_path(datadir.join("db")),
+                datadir.join("rocksdb"),
+                datadir.join(INTENT_LOG_FILE),
+            ]);
+        }
+        for path in taken {
             eyre::ensure!(
-                !upstream.exists(),
-                "{} exists: a copy into a datadir needs one without reth's RocksDB (nothing was \
-                 copied)",
-                upstream.display()
+                !path.exists(),
+                "{} exists: the copy writes only new files and folders (nothing was copied)",
+                path.display()
             );
         }
         Ok(Self {
@@ -80,17 +80,35 @@ impl Destination {
             datadir,
         })
     }
+}
 
-    /// Removes what a failed copy created (only paths that did not exist before it).
-    fn remove(&self, created_db_dir: bool) {
-        let _ = std::fs::remove_file(&self.mdbx_file);
-        let _ = std::fs::remove_dir_all(&self.rocksdb_dir);
-        if let Some(datadir) = &self.datadir {
-            let _ = std::fs::remove_dir_all(datadir.join("rocksdb"));
-            let _ = std::fs::remove_file(datadir.join(INTENT_LOG_FILE));
-            if created_db_dir {
-                let _ = std::fs::remove_dir_all(datadir.join("db"));
-            }
+/// What a copy created, so that a failed one removes exactly that (newest first).
+#[derive(Default)]
+struct Created(Vec<PathBuf>);
+
+impl Created {
+    /// Creates `dir` and its missing ancestors, recording each.
+    fn dir_all(&mut self, dir: &Path) -> std::io::Result<()> {
+        let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
+        for d in missing.into_iter().rev() {
+            std::fs::create_dir(d)?;
+            self.0.push(d.to_path_buf());
+        }
+        Ok(())
+    }
+
+    /// Records `path` before something writes it.
+    fn path(&mut self, path: PathBuf) -> PathBuf {
+        self.0.push(path.clone());
+        path
+    }
+
+    fn remove(self) {
+        for path in self.0.into_iter().rev() {
+            let _ = match path.is_dir() {
+                true => std::fs::remove_dir_all(&path),
+                false => std::fs::remove_file(&path),
+            };
         }
     }
 }
@@ -112,18 +130,9 @@ pub fn run(
     })?;
     // The read-only open's refusals: not a hybrid datadir, a commit in flight.
     let source = HybridEnvironment::init(env, Access::ReadOnly, runtime)?;
-    let created_db_dir = match &dest.datadir {
-        Some(datadir) => {
-            let db = datadir.join("db");
-            let created = !db.exists();
-            std::fs::create_dir_all(&db)?;
-            created
-        }
-        None => false,
-    };
-    let copied = copy_halves(&args, &dest, &source, data_dir);
-    if let Err(e) = copied {
-        dest.remove(created_db_dir);
+    let mut created = Created::default();
+    if let Err(e) = copy_halves(&args, &dest, &source, data_dir, &mut created) {
+        created.remove();
         return Err(e.wrap_err("the copy failed and what it had written was removed"));
     }
     println!("Done.");
@@ -141,14 +150,23 @@ fn copy_halves(
     dest: &Destination,
     source: &HybridEnvironment,
     data_dir: &reth_node_core::dirs::ChainPath<reth_node_core::dirs::DataDirPath>,
+    created: &mut Created,
 ) -> eyre::Result<()> {
     let hybrid = source.provider_factory.db_ref().engine();
+    if let Some(parent) = dest.mdbx_file.parent() {
+        created.dir_all(parent)?;
+    }
     println!("Copying database to {} ...", dest.mdbx_file.display());
-    copy_mdbx(args, hybrid.primary().env(), &dest.mdbx_file)?;
+    copy_mdbx(
+        args,
+        hybrid.primary().env(),
+        &created.path(dest.mdbx_file.clone()),
+    )?;
     println!(
         "Copying reth-hybrid's RocksDB to {} ...",
         dest.rocksdb_dir.display()
     );
+    created.dir_all(&dest.rocksdb_dir)?;
     let files = copy_rocksdb(
         &data_dir.data_dir().join(HYBRID_ROCKSDB_DIR),
         &dest.rocksdb_dir,
@@ -158,14 +176,14 @@ fn copy_halves(
         // reth opens its own RocksDB in every layout (empty in v1, which the open checked).
         let upstream = data_dir.rocksdb();
         if upstream.is_dir() {
-            copy_rocksdb(&upstream, &datadir.join("rocksdb"))?;
+            let to = datadir.join("rocksdb");
+            created.dir_all(&to)?;
+            copy_rocksdb(&upstream, &to)?;
         }
-        let version = db_version_file_path(datadir.join("db"));
-        if !version.exists() {
-            std::fs::copy(db_version_file_path(data_dir.db()), &version)?;
-        }
+        let version = created.path(db_version_file_path(datadir.join("db")));
+        std::fs::copy(db_version_file_path(data_dir.db()), &version)?;
         // The source's intent log is empty (the open refuses one in flight): so is the copy's.
-        std::fs::File::create(datadir.join(INTENT_LOG_FILE))?;
+        std::fs::File::create(created.path(datadir.join(INTENT_LOG_FILE)))?;
     }
     Ok(())
 }
@@ -203,7 +221,6 @@ fn copy_mdbx(args: &CopyArgs, env: &reth_db::DatabaseEnv, dest: &Path) -> eyre::
 /// immutable, so they are hard-linked; the manifest, WAL and options are copied. RocksDB's own
 /// info logs, its `LOCK` and the spill scratch of a killed process are left out.
 fn copy_rocksdb(from: &Path, to: &Path) -> eyre::Result<usize> {
-    std::fs::create_dir_all(to)?;
     let mut files = 0;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;

@@ -76,10 +76,10 @@ pub fn run(args: DiffArgs, primary: &HybridFactory) -> eyre::Result<()> {
     if reth_hybrid_rocksdb::is_initialized(&secondary_dir.join(HYBRID_ROCKSDB_DIR)) {
         info!(datadir = %secondary_dir.display(), "the second datadir is a hybrid one: read through its router");
         let second = open_hybrid_read_only(&secondary_dir, second_args)?;
-        compare(&|table, out| diff_table(table, primary, &second, true, out))?;
+        compare(&|table, out| diff_table(table, primary, &second, out))?;
     } else {
         let second = open_stock(&secondary_dir, second_args)?;
-        compare(&|table, out| diff_table(table, primary, &second, false, out))?;
+        compare(&|table, out| diff_table(table, primary, &second, out))?;
     }
     if differing.is_empty() {
         println!("No differences in {} tables", tables.len());
@@ -119,7 +119,6 @@ fn diff_table<D: Database>(
     table: Tables,
     primary: &HybridFactory,
     secondary: &D,
-    secondary_is_hybrid: bool,
     output: &Path,
 ) -> eyre::Result<TableDiff> {
     let mut first = primary.db_ref().tx()?;
@@ -130,7 +129,6 @@ fn diff_table<D: Database>(
     table.view(&DiffViewer {
         first: &first,
         second: &second,
-        skip_control_rows: (true, secondary_is_hybrid),
         output,
     })
 }
@@ -138,8 +136,6 @@ fn diff_table<D: Database>(
 struct DiffViewer<'a, A, B> {
     first: &'a A,
     second: &'a B,
-    /// Whether each side's `Metadata` holds reth-hybrid's control rows, which are not reth's.
-    skip_control_rows: (bool, bool),
     output: &'a Path,
 }
 
@@ -152,19 +148,17 @@ impl<A: DbTx, B: DbTx> TableViewer<TableDiff> for DiffViewer<'_, A, B> {
         let name = T::NAME;
         info!("Analyzing table {name}...");
         let is_metadata = name == Tables::Metadata.name();
-        let keep = |skip: bool| {
-            move |row: &Row<T>| {
-                !(skip && is_metadata && row.0.raw_key().starts_with(CONTROL_KEY_PREFIX.as_bytes()))
-            }
+        // reth-hybrid's control rows in `Metadata` are not reth's: left out on both sides (a
+        // datadir moved back to MDBX may still carry them).
+        let keep = |row: &Result<Row<T>, _>| {
+            row.as_ref().map_or(true, |(key, _)| {
+                !(is_metadata && key.raw_key().starts_with(CONTROL_KEY_PREFIX.as_bytes()))
+            })
         };
         let mut first_cursor = self.first.cursor_read::<RawTable<T>>()?;
         let mut second_cursor = self.second.cursor_read::<RawTable<T>>()?;
-        let mut first_rows = first_cursor
-            .walk(None)?
-            .filter(|r| r.as_ref().map_or(true, keep(self.skip_control_rows.0)));
-        let mut second_rows = second_cursor
-            .walk(None)?
-            .filter(|r| r.as_ref().map_or(true, keep(self.skip_control_rows.1)));
+        let mut first_rows = first_cursor.walk(None)?.filter(keep);
+        let mut second_rows = second_cursor.walk(None)?.filter(keep);
         let mut report = Report::<T>::new(self.output)?;
         let (mut a, mut b) = (
             first_rows.next().transpose()?,
@@ -324,6 +318,12 @@ impl<T: Table> Report<T> {
     }
 
     fn finish(mut self) -> eyre::Result<TableDiff> {
+        let diff = self.diff;
+        self.write_file()?;
+        Ok(diff)
+    }
+
+    fn write_file(&mut self) -> eyre::Result<()> {
         let table = T::NAME;
         let TableDiff {
             discrepancies,
@@ -334,7 +334,7 @@ impl<T: Table> Report<T> {
         info!("Diff results for {table}:");
         if discrepancies == 0 && extra_elements == 0 {
             info!("No discrepancies or extra elements found in table {table}");
-            return Ok(self.diff);
+            return Ok(());
         }
         let file_name = self.output.join(format!("{table}.txt"));
         let mut file = BufWriter::new(File::create(&file_name)?);
@@ -352,14 +352,14 @@ impl<T: Table> Report<T> {
         info!("{line}");
         writeln!(file, "{line}")?;
         for (slot, heading) in [
-            (self.discrepancies.take(), "Discrepancies:"),
-            (self.extras.take(), "Extra elements:"),
+            (&mut self.discrepancies, "Discrepancies:"),
+            (&mut self.extras, "Extra elements:"),
         ] {
+            // Left in its slot until copied, so that `Drop` removes it should this fail.
             if let Some((path, scratch)) = slot {
-                drop(scratch.into_inner().map_err(|e| e.into_error())?);
+                scratch.flush()?;
                 writeln!(file, "{heading}")?;
-                std::io::copy(&mut File::open(&path)?, &mut file)?;
-                std::fs::remove_file(&path)?;
+                std::io::copy(&mut File::open(&*path)?, &mut file)?;
             }
         }
         file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
@@ -367,6 +367,18 @@ impl<T: Table> Report<T> {
             "Done writing diff results for {table} to {}",
             file_name.display()
         );
-        Ok(self.diff)
+        Ok(())
+    }
+}
+
+impl<T: Table> Drop for Report<T> {
+    /// Scratch files go once their report is written, and when a walk or report fails part way.
+    fn drop(&mut self) {
+        for (path, _) in [self.discrepancies.take(), self.extras.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
