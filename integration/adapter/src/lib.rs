@@ -13,7 +13,9 @@ mod reth_db_metrics;
 mod reth_mdbx;
 mod upstream;
 
-pub use open::{HybridNodeDb, enable_metrics, open_hybrid, open_hybrid_read_only};
+pub use open::{
+    HybridNodeDb, enable_metrics, open_hybrid, open_hybrid_read_only, open_hybrid_with,
+};
 pub use reth_db_metrics::RethDbMetrics;
 pub use reth_mdbx::{RethCursor, RethMdbx, RethTx};
 pub use upstream::{RethGauges, UpstreamCursor, UpstreamDatabase, UpstreamTx, to_reth};

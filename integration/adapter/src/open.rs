@@ -15,13 +15,23 @@ pub type HybridNodeDb = UpstreamDatabase<HybridDb<RethMdbx, RocksEngine>>;
 /// or one with history rows in the wrong engine, is refused with the way out). Every refusal is
 /// decided on read-only views before anything is created, so a refused datadir is unchanged.
 pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<HybridNodeDb> {
+    open_hybrid_with(datadir, args, HybridOptions::default())
+}
+
+/// [`open_hybrid`] with the hybrid's options: a new datadir takes `options.layout` (one that has
+/// a layout must match it), so a datadir made from another keeps its routing.
+pub fn open_hybrid_with(
+    datadir: &Path,
+    args: DatabaseArguments,
+    options: HybridOptions,
+) -> eyre::Result<HybridNodeDb> {
     refuse_upstream_rows(datadir)?;
     let db_dir = datadir.join("db");
     let rocks_dir = datadir.join(HYBRID_ROCKSDB_DIR);
     let read_only_args = args.clone();
     let hybrid = HybridDb::open_checked(
         datadir,
-        HybridOptions::default(),
+        options,
         // Read-only views of what exists: every refusal is decided on these, so a refused
         // datadir gets no MDBX table, client-version row or `hybrid-rocksdb/` created.
         || {

@@ -70,7 +70,7 @@ fn main() {
             eprintln!(
                 "this reth-hybrid-node command is not available on a hybrid datadir: {why}. \
                  Available here: node, init, init-state, import, import-era, export-era, stage \
-                 unwind|drop|run, prune, re-execute, db stats|list|get|checksum|clear|copy|\
+                 unwind|drop|run|dump, prune, re-execute, db stats|list|get|checksum|clear|copy|\
                  diff|repair-trie|stage-checkpoints|prune-checkpoints|settings|\
                  static-file-header|account-storage|state|drop|path, p2p, dump-genesis, config"
             );

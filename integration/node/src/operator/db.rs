@@ -5,7 +5,7 @@
 //! (`reth_hybrid.*`): `list`, `get` and `stats` show them, `checksum` leaves them out.
 
 use super::{
-    db_meta, db_state,
+    db_list_tui, db_meta, db_state,
     env::{Access, HybridEnvironment, HybridFactory},
 };
 use alloy_primitives::map::foldhash::fast::FixedState;
@@ -62,7 +62,7 @@ enum DbCommand {
         #[arg(long)]
         checksum: bool,
     },
-    /// Lists the contents of a table, as JSON (there is no TUI here).
+    /// Lists the contents of a table: an interactive viewer on a terminal, JSON with `--json`.
     List(ListArgs),
     /// Calculates the content checksum of a table, as reth's `db checksum mdbx` does.
     Checksum {
@@ -228,7 +228,8 @@ struct ListArgs {
     /// Returns the number of rows found.
     #[arg(long, short)]
     count: bool,
-    /// Accepted for reth's command line; the output is always JSON.
+    /// Print the rows as JSON instead of the interactive viewer (which needs a terminal; piped,
+    /// the output is JSON anyway).
     #[arg(long, short)]
     json: bool,
 }
@@ -617,6 +618,9 @@ impl TableViewer<()> for ListViewer<'_> {
             reverse: self.args.reverse,
             only_count: self.args.count,
         };
+        if !self.args.json && !self.args.count && on_a_terminal() {
+            return self.browse::<T>(filter);
+        }
         let (rows, hits) = self.tool.list::<T>(&filter)?;
         match self.args.count {
             true => println!("{hits} entries found."),
@@ -624,6 +628,45 @@ impl TableViewer<()> for ListViewer<'_> {
         }
         Ok(())
     }
+}
+
+impl ListViewer<'_> {
+    /// The interactive viewer, as reth's `db list` without `--json`: pages of `--len` rows from
+    /// `--skip` on, each read through the router when shown.
+    fn browse<T: Table>(&self, filter: ListFilter) -> eyre::Result<()> {
+        let total = self
+            .tool
+            .provider_factory
+            .db_ref()
+            .view(|tx| tx.entries::<T>())??;
+        eyre::ensure!(
+            self.args.skip < total.max(1),
+            "Start index {} is greater than the final entry index ({}) in the table {}",
+            self.args.skip,
+            total.saturating_sub(1),
+            T::NAME
+        );
+        let filter = std::cell::RefCell::new(filter);
+        let pager = db_list_tui::Pager::new(T::NAME, total, self.args.skip, self.args.len);
+        db_list_tui::run(pager, |skip, len| {
+            filter.borrow_mut().update_page(skip, len);
+            let (rows, _) = self.tool.list::<T>(&filter.borrow())?;
+            rows.into_iter()
+                .map(|(key, value)| {
+                    Ok(db_list_tui::ShownRow {
+                        key: serde_json::to_string(&key)?,
+                        value: serde_json::to_string_pretty(&value)?,
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
+/// The viewer needs a terminal on both ends; piped, `db list` prints JSON instead.
+fn on_a_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 /// Every table's checksum in reth's `db stats --checksum` layout, so the two diff cleanly.

@@ -84,11 +84,11 @@ impl Destination {
 
 /// What a copy created, so that a failed one removes exactly that (newest first).
 #[derive(Default)]
-struct Created(Vec<PathBuf>);
+pub(super) struct Created(Vec<PathBuf>);
 
 impl Created {
     /// Creates `dir` and its missing ancestors, recording each.
-    fn dir_all(&mut self, dir: &Path) -> std::io::Result<()> {
+    pub(super) fn dir_all(&mut self, dir: &Path) -> std::io::Result<()> {
         let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
         for d in missing.into_iter().rev() {
             std::fs::create_dir(d)?;
@@ -103,7 +103,7 @@ impl Created {
         path
     }
 
-    fn remove(self) {
+    pub(super) fn remove(self) {
         for path in self.0.into_iter().rev() {
             let _ = match path.is_dir() {
                 true => std::fs::remove_dir_all(&path),

@@ -8,6 +8,7 @@
 mod db;
 mod db_copy;
 mod db_diff;
+mod db_list_tui;
 mod db_meta;
 mod db_state;
 mod env;
@@ -16,6 +17,7 @@ mod metrics;
 mod pipeline;
 mod re_execute;
 mod stage;
+mod stage_dump;
 
 use alloy_consensus::Header;
 use clap::{Parser, Subcommand};
@@ -126,9 +128,8 @@ enum StageCommand {
     Drop(Box<stage::DropArgs>),
     /// Runs a single stage over a block range.
     Run(Box<stage::RunArgs>),
-    /// `dump`: refused on a hybrid datadir, with the reason.
-    #[command(external_subcommand)]
-    Other(Vec<String>),
+    /// Dumps a stage's inputs over a block range into a new (hybrid) datadir.
+    Dump(Box<stage_dump::DumpArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -186,14 +187,8 @@ fn run(mut cli: OperatorCli) -> eyre::Result<()> {
             command: StageCommand::Run(args),
         } => runner.run_blocking_until_ctrl_c(stage::run_stage(*args, runtime)),
         Command::Stage {
-            command: StageCommand::Other(args),
-        } => Err(eyre::eyre!(
-            "`stage {}` is not available on a hybrid datadir: `stage dump` copies tables into a \
-             fresh MDBX-only datadir by MDBX name and would leave the RocksDB tables behind. Dump \
-             from an MDBX-only copy (`reth-hybrid migrate --to mdbx`, then the stock build \
-             reth-hybrid-node-mdbx)",
-            args.first().map(String::as_str).unwrap_or("")
-        )),
+            command: StageCommand::Dump(args),
+        } => runner.run_blocking_until_ctrl_c(stage_dump::run(*args, runtime)),
         Command::InitState(args) => runner.run_blocking_until_ctrl_c(init_state(*args, runtime)),
         Command::ImportEra(args) => runner.run_blocking_until_ctrl_c(era::import(*args, runtime)),
         Command::ExportEra(args) => runner.run_blocking_until_ctrl_c(era::export(*args, runtime)),
@@ -222,7 +217,9 @@ impl Command {
             Self::Stage {
                 command: StageCommand::Run(args),
             } => args.env(),
-            Self::Stage { .. } => return None,
+            Self::Stage {
+                command: StageCommand::Dump(args),
+            } => args.env(),
             Self::ReExecute(args) => args.env(),
             Self::Db(args) => args.env(),
         };

@@ -1,13 +1,16 @@
-//! `stage drop` and `stage run`: reth's stage tools on a hybrid datadir. reth's own clear the
+//! `stage drop` and `stage run`: reth's stage tools on a hybrid datadir (`stage run headers` and
+//! `bodies` download from peers through reth's network, as reth's do). reth's own clear the
 //! tables by name in MDBX (or in its RocksDB for storage v2); here every clear goes through the
 //! hybrid's router, so dropping the history or tx-lookup stage empties the RocksDB table, and
 //! running a stage writes through the same router as the node's pipeline does.
 
 use super::{
     Env, components,
-    env::{Access, HybridEnvironment},
+    env::{Access, HybridEnvironment, HybridFactory},
 };
+use alloy_eips::BlockHashOrNumber;
 use reth_chainspec::{ChainSpecProvider, EthChainSpec};
+use reth_cli_util::get_secret_key;
 use reth_config::config::{HashingConfig, SenderRecoveryConfig, TransactionLookupConfig};
 use reth_db_api::{
     tables,
@@ -17,8 +20,16 @@ use reth_db_common::init::{
     insert_genesis_account_history, insert_genesis_header, insert_genesis_state,
     insert_genesis_storage_history,
 };
+use reth_downloaders::{
+    bodies::bodies::BodiesDownloaderBuilder,
+    headers::reverse_headers::ReverseHeadersDownloaderBuilder,
+};
 use reth_exex::ExExManagerHandle;
+use reth_network::{BlockDownloaderProvider, EthNetworkPrimitives, FetchClient, NetworkInfo};
+use reth_network_p2p::headers::client::HeadersClient;
+use reth_node_core::args::NetworkArgs;
 use reth_node_core::args::StageEnum;
+use reth_provider::providers::BlockchainProvider;
 use reth_provider::{
     DBProvider, DatabaseProviderFactory, StageCheckpointReader, StageCheckpointWriter,
     StaticFileProviderFactory, StaticFileWriter,
@@ -28,13 +39,16 @@ use reth_stages::{
     ExecInput, ExecOutput, ExecutionStageThresholds, Stage, StageExt, StageId, UnwindInput,
     UnwindOutput,
     stages::{
-        AccountHashingStage, ExecutionStage, IndexAccountHistoryStage, IndexStorageHistoryStage,
-        MerkleStage, SenderRecoveryStage, StorageHashingStage, TransactionLookupStage,
+        AccountHashingStage, BodyStage, ExecutionStage, HeaderStage, IndexAccountHistoryStage,
+        IndexStorageHistoryStage, MerkleStage, SenderRecoveryStage, StorageHashingStage,
+        TransactionLookupStage,
     },
 };
 use reth_static_file_types::StaticFileSegment;
+use std::sync::Arc;
 use std::{net::SocketAddr, time::Instant};
-use tracing::info;
+use tokio::sync::watch;
+use tracing::{info, warn};
 
 #[derive(Debug, clap::Args)]
 pub struct DropArgs {
@@ -73,6 +87,10 @@ pub struct RunArgs {
     /// Save stage checkpoints.
     #[arg(long)]
     checkpoints: bool,
+    /// The network the headers and bodies stages download from (reth's flags: `--trusted-peers`,
+    /// `--trusted-only`, `--disable-discovery`, `--port`, ...).
+    #[command(flatten)]
+    network: NetworkArgs,
 }
 
 impl DropArgs {
@@ -230,17 +248,13 @@ pub async fn drop_stage(args: DropArgs, runtime: reth_tasks::Runtime) -> eyre::R
 }
 
 pub async fn run_stage(args: RunArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()> {
-    if matches!(args.stage, StageEnum::Headers | StageEnum::Bodies) {
-        eyre::bail!(
-            "`stage run {}` downloads from the network, which the hybrid build's operator \
-             commands do not start: sync headers and bodies with `node`, or bring them from a \
-             file with `import` / `import-era`; every other stage runs here",
-            args.stage
-        );
-    }
-    // As reth: the execution stage writes static files, which only a commit unwinds.
+    // As reth: these stages write static files, which only a commit unwinds.
     eyre::ensure!(
-        args.commit || args.stage != StageEnum::Execution,
+        args.commit
+            || !matches!(
+                args.stage,
+                StageEnum::Headers | StageEnum::Bodies | StageEnum::Execution
+            ),
         "The stage {} requires overwriting existing static files and must commit, but `--commit` \
          was not provided. Please pass `--commit` and try again.",
         args.stage
@@ -265,10 +279,65 @@ pub async fn run_stage(args: RunArgs, runtime: reth_tasks::Runtime) -> eyre::Res
         .unwrap_or(args.to.saturating_sub(args.from) + 1);
     let etl = config.stages.etl.clone();
     let prune_modes = config.prune.segments.clone();
+    let fetch_client = match args.stage {
+        StageEnum::Headers | StageEnum::Bodies => Some(Arc::new(
+            fetch_client(&args, &config, &provider_factory, runtime.clone()).await?,
+        )),
+        _ => None,
+    };
 
     let mut provider_rw = provider_factory.database_provider_rw()?;
-    let (mut exec_stage, mut unwind_stage): (Box<dyn Stage<_>>, Option<Box<dyn Stage<_>>>) =
-        match args.stage {
+    let (mut exec_stage, mut unwind_stage): (Box<dyn Stage<_>>, Option<Box<dyn Stage<_>>>) = match (
+        args.stage,
+        fetch_client,
+    ) {
+        (StageEnum::Headers, Some(client)) => {
+            info!(target: "reth::cli", to = args.to, "Asking the network for the tip's header");
+            let tip = loop {
+                match client.get_header(BlockHashOrNumber::Number(args.to)).await {
+                    Ok(header) => {
+                        if let Some(header) = header.into_data() {
+                            break header;
+                        }
+                    }
+                    Err(error) if error.is_retryable() => {
+                        warn!(target: "reth::cli", %error, "Error requesting the tip's header; retrying")
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            };
+            let (_, tip_hash) = watch::channel(tip.hash_slow());
+            (
+                Box::new(HeaderStage::new(
+                    provider_factory.clone(),
+                    ReverseHeadersDownloaderBuilder::new(config.stages.headers)
+                        .build(client, consensus.clone()),
+                    tip_hash,
+                    etl,
+                )),
+                None,
+            )
+        }
+        (StageEnum::Bodies, Some(client)) => {
+            let bodies = &config.stages.bodies;
+            (
+                Box::new(BodyStage::new(
+                    BodiesDownloaderBuilder::default()
+                        .with_stream_batch_size(batch_size as usize)
+                        .with_request_limit(bodies.downloader_request_limit)
+                        .with_max_buffered_blocks_size_bytes(
+                            bodies.downloader_max_buffered_blocks_size_bytes,
+                        )
+                        .with_concurrent_requests_range(
+                            bodies.downloader_min_concurrent_requests
+                                ..=bodies.downloader_max_concurrent_requests,
+                        )
+                        .build(client, consensus.clone(), provider_factory.clone()),
+                )),
+                None,
+            )
+        }
+        (stage, _) => match stage {
             StageEnum::Senders => (
                 Box::new(SenderRecoveryStage::new(
                     SenderRecoveryConfig {
@@ -342,8 +411,9 @@ pub async fn run_stage(args: RunArgs, runtime: reth_tasks::Runtime) -> eyre::Res
             StageEnum::Hashing => eyre::bail!(
                 "`hashing` names two stages: run `account-hashing` and `storage-hashing`"
             ),
-            StageEnum::Headers | StageEnum::Bodies => unreachable!("refused above"),
-        };
+            StageEnum::Headers | StageEnum::Bodies => unreachable!("a fetch client was made"),
+        },
+    };
 
     let checkpoint = provider_rw
         .get_stage_checkpoint(exec_stage.id())?
@@ -391,4 +461,45 @@ pub async fn run_stage(args: RunArgs, runtime: reth_tasks::Runtime) -> eyre::Res
     }
     info!(target: "reth::cli", stage = %args.stage, time = ?start.elapsed(), "Finished stage");
     Ok(())
+}
+
+/// reth's network for the download stages, started on the hybrid's provider (peers are served
+/// from it as a node would), and its fetch client. `--trusted-peers` count for both stages (reth
+/// adds them for bodies only, so its headers stage finds peers by discovery alone).
+async fn fetch_client(
+    args: &RunArgs,
+    config: &reth_config::Config,
+    factory: &HybridFactory,
+    runtime: reth_tasks::Runtime,
+) -> eyre::Result<FetchClient<EthNetworkPrimitives>> {
+    let mut config = config.clone();
+    config.peers.trusted_nodes_only |= args.network.trusted_only;
+    config
+        .peers
+        .trusted_nodes
+        .extend(args.network.trusted_peers.clone());
+    let data_dir = args
+        .env
+        .datadir
+        .clone()
+        .resolve_datadir(args.env.chain.chain());
+    let secret_path = args
+        .network
+        .p2p_secret_key
+        .clone()
+        .unwrap_or_else(|| data_dir.p2p_secret());
+    let network = args
+        .network
+        .network_config::<EthNetworkPrimitives>(
+            &config,
+            factory.chain_spec(),
+            get_secret_key(&secret_path)?,
+            data_dir.known_peers(),
+            runtime,
+        )
+        .build(BlockchainProvider::new(factory.clone())?)
+        .start_network()
+        .await?;
+    info!(target: "reth::cli", peer_id = %network.peer_id(), local_addr = %network.local_addr(), "Network started for the download stage");
+    Ok(network.fetch_client().await?)
 }
