@@ -634,20 +634,34 @@ impl ListViewer<'_> {
     /// The interactive viewer, as reth's `db list` without `--json`: pages of `--len` rows from
     /// `--skip` on, each read through the router when shown.
     fn browse<T: Table>(&self, filter: ListFilter) -> eyre::Result<()> {
-        let total = self
-            .tool
-            .provider_factory
-            .db_ref()
-            .view(|tx| tx.entries::<T>())??;
+        // MDBX counts a table in O(1); a RocksDB table would be scanned whole: its estimate.
+        let hybrid = self.tool.provider_factory.db_ref().engine();
+        let table: reth_hybrid_api::Tables = T::NAME
+            .parse()
+            .map_err(|_| eyre::eyre!("reth table {} is not in reth-hybrid's catalogue", T::NAME))?;
+        let (total, estimated) = match hybrid.layout().engine_of(table) {
+            EngineKind::RocksDb => (
+                usize::try_from(hybrid.follower().table_size(table).estimated_rows)?,
+                true,
+            ),
+            EngineKind::Mdbx => (
+                self.tool
+                    .provider_factory
+                    .db_ref()
+                    .view(|tx| tx.entries::<T>())??,
+                false,
+            ),
+        };
         eyre::ensure!(
-            self.args.skip < total.max(1),
+            estimated || self.args.skip < total.max(1),
             "Start index {} is greater than the final entry index ({}) in the table {}",
             self.args.skip,
             total.saturating_sub(1),
             T::NAME
         );
         let filter = std::cell::RefCell::new(filter);
-        let pager = db_list_tui::Pager::new(T::NAME, total, self.args.skip, self.args.len);
+        let pager =
+            db_list_tui::Pager::new(T::NAME, total, estimated, self.args.skip, self.args.len);
         db_list_tui::run(pager, |skip, len| {
             filter.borrow_mut().update_page(skip, len);
             let (rows, _) = self.tool.list::<T>(&filter.borrow())?;

@@ -89,9 +89,14 @@ pub(super) struct Created(Vec<PathBuf>);
 impl Created {
     /// Creates `dir` and its missing ancestors, recording each.
     pub(super) fn dir_all(&mut self, dir: &Path) -> std::io::Result<()> {
-        let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
+        // A relative path's last ancestor is "", which never "exists".
+        let missing: Vec<&Path> = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+            .collect();
         for d in missing.into_iter().rev() {
-            std::fs::create_dir(d)?;
+            std::fs::create_dir(d)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", d.display())))?;
             self.0.push(d.to_path_buf());
         }
         Ok(())

@@ -1,12 +1,12 @@
 //! `db list`'s interactive viewer on a terminal: one page of rows at a time, the keys on the left,
-//! the selected row's value on the right, pages fetched through the router as the user moves, so a
-//! table of billions of rows (in either engine) is browsed without reading it whole.
+//! the selected row's value on the right, each page fetched through the router when the user moves
+//! to it. A RocksDB table's size is RocksDB's estimate, so opening the viewer reads no table whole.
 
 use ratatui::{
     Terminal,
     backend::CrosstermBackend,
     crossterm::{
-        event::{self, Event, KeyCode, KeyEventKind},
+        event::{self, Event, KeyCode, KeyEventKind, KeyModifiers},
         execute,
         terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode},
     },
@@ -30,6 +30,8 @@ const HELP: &str = "q quit | ↑/↓ row | ←/→ page | g go to page";
 pub struct Pager {
     table: String,
     total: usize,
+    /// `total` is an estimate (a RocksDB table): paging goes on while pages come back full.
+    estimated: bool,
     page_len: usize,
     /// Index of the first row of the current page.
     start: usize,
@@ -50,10 +52,11 @@ enum Step {
 }
 
 impl Pager {
-    pub fn new(table: &str, total: usize, start: usize, page_len: usize) -> Self {
+    pub fn new(table: &str, total: usize, estimated: bool, start: usize, page_len: usize) -> Self {
         Self {
             table: table.to_string(),
             total,
+            estimated,
             page_len: page_len.max(1),
             start,
             rows: Vec::new(),
@@ -72,6 +75,14 @@ impl Pager {
     }
 
     fn set_rows(&mut self, start: usize, rows: Vec<ShownRow>) {
+        // Past an estimated end: stay on the last page that had rows.
+        if rows.is_empty() && start > 0 {
+            self.message = Some(format!(
+                "no rows after row {}",
+                self.start + self.rows.len()
+            ));
+            return;
+        }
         self.start = start;
         self.selected = self.selected.min(rows.len().saturating_sub(1));
         self.rows = rows;
@@ -133,7 +144,8 @@ impl Pager {
 
     fn next_page(&mut self) -> Step {
         let next = self.start + self.page_len;
-        if next >= self.total {
+        let more = next < self.total || (self.estimated && self.rows.len() == self.page_len);
+        if !more {
             return Step::Stay;
         }
         self.selected = 0;
@@ -159,12 +171,14 @@ impl Pager {
         let last = (self.start + self.rows.len()).min(self.total);
         frame.render_widget(
             Paragraph::new(format!(
-                "{}: rows {}..{} of {} | page {} of {}",
+                "{}: rows {}..{} of {}{} | page {} of {}{}",
                 self.table,
                 self.start + usize::from(!self.rows.is_empty()),
-                last,
+                last.max(self.start + self.rows.len()),
+                if self.estimated { "~" } else { "" },
                 self.total,
                 self.page(),
+                if self.estimated { "~" } else { "" },
                 self.pages()
             ))
             .style(Style::default().add_modifier(Modifier::BOLD)),
@@ -209,46 +223,60 @@ impl Pager {
     }
 }
 
-/// Runs the viewer until `q`; `fetch(start, len)` reads a page. The terminal is restored however
-/// the loop ends.
+/// Raw mode and the alternate screen, left again when dropped: on return, on error and while a
+/// panic unwinds (reth's `DbTool::list` panics on a row it cannot decode).
+struct RawScreen;
+
+impl RawScreen {
+    fn enter() -> eyre::Result<Self> {
+        enable_raw_mode()?;
+        let screen = Self;
+        execute!(io::stdout(), EnterAlternateScreen)?;
+        Ok(screen)
+    }
+}
+
+impl Drop for RawScreen {
+    fn drop(&mut self) {
+        let _ = execute!(io::stdout(), LeaveAlternateScreen);
+        let _ = disable_raw_mode();
+    }
+}
+
+/// Runs the viewer until `q` (or Ctrl-C); `fetch(start, len)` reads a page.
 pub fn run(
     mut pager: Pager,
     mut fetch: impl FnMut(usize, usize) -> eyre::Result<Vec<ShownRow>>,
 ) -> eyre::Result<()> {
     let first = fetch(pager.start, pager.page_len)?;
     pager.set_rows(pager.start, first);
-    enable_raw_mode()?;
-    let mut stdout = io::stdout();
-    if let Err(e) = execute!(stdout, EnterAlternateScreen) {
-        let _ = disable_raw_mode();
-        return Err(e.into());
-    }
-    let result = (|| -> eyre::Result<()> {
-        let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-        loop {
-            terminal.draw(|frame| pager.draw(frame))?;
-            if !event::poll(Duration::from_millis(250))? {
-                continue;
-            }
-            let Event::Key(key) = event::read()? else {
-                continue;
-            };
-            if key.kind != KeyEventKind::Press {
-                continue;
-            }
-            match pager.on_key(key.code) {
-                Step::Stay => {}
-                Step::Quit => return Ok(()),
-                Step::Fetch(start) => {
-                    let rows = fetch(start, pager.page_len)?;
-                    pager.set_rows(start, rows);
-                }
+    let _screen = RawScreen::enter()?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    loop {
+        terminal.draw(|frame| pager.draw(frame))?;
+        if !event::poll(Duration::from_millis(250))? {
+            continue;
+        }
+        let Event::Key(key) = event::read()? else {
+            continue;
+        };
+        if key.kind != KeyEventKind::Press {
+            continue;
+        }
+        // Raw mode turns Ctrl-C into a key: it quits, as everywhere else.
+        let step = match (key.code, key.modifiers.contains(KeyModifiers::CONTROL)) {
+            (KeyCode::Char('c'), true) => Step::Quit,
+            (code, _) => pager.on_key(code),
+        };
+        match step {
+            Step::Stay => {}
+            Step::Quit => return Ok(()),
+            Step::Fetch(start) => {
+                let rows = fetch(start, pager.page_len)?;
+                pager.set_rows(start, rows);
             }
         }
-    })();
-    let _ = disable_raw_mode();
-    let _ = execute!(io::stdout(), LeaveAlternateScreen);
-    result
+    }
 }
 
 #[cfg(test)]
@@ -266,7 +294,18 @@ mod tests {
 
     /// Drives the pager with keys over a table of `total` rows, fetching as `run` does.
     fn drive(total: usize, page_len: usize, keys: &[KeyCode]) -> Pager {
-        let mut pager = Pager::new("T", total, 0, page_len);
+        drive_estimated(total, total, false, page_len, keys)
+    }
+
+    /// As `drive`, with the pager told `shown_total` (an estimate when `estimated`).
+    fn drive_estimated(
+        total: usize,
+        shown_total: usize,
+        estimated: bool,
+        page_len: usize,
+        keys: &[KeyCode],
+    ) -> Pager {
+        let mut pager = Pager::new("T", shown_total, estimated, 0, page_len);
         pager.set_rows(0, rows(0, page_len, total));
         for &key in keys {
             match pager.on_key(key) {
@@ -275,6 +314,24 @@ mod tests {
             }
         }
         pager
+    }
+
+    #[test]
+    fn an_estimated_total_pages_on_while_pages_are_full() {
+        // RocksDB estimated 4 rows of 9: paging reaches the real last page, then stays there.
+        let right = [KeyCode::Right; 4];
+        let pager = drive_estimated(9, 4, true, 3, &right);
+        assert_eq!((pager.start, pager.rows.len()), (6, 3));
+        assert!(
+            pager
+                .message
+                .as_deref()
+                .unwrap_or("")
+                .contains("no rows after row 9")
+        );
+        // An exact total stops at its last page.
+        let pager = drive_estimated(9, 4, false, 3, &right);
+        assert_eq!(pager.start, 3);
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub struct RunArgs {
     #[arg(long, short)]
     skip_unwind: bool,
     /// Commit the changes in the database. WARNING: potentially destructive. Required for the
-    /// execution stage, which writes static files.
+    /// headers, bodies and execution stages, which write static files.
     #[arg(long, short)]
     commit: bool,
     /// Save stage checkpoints.
@@ -295,11 +295,14 @@ pub async fn run_stage(args: RunArgs, runtime: reth_tasks::Runtime) -> eyre::Res
             info!(target: "reth::cli", to = args.to, "Asking the network for the tip's header");
             let tip = loop {
                 match client.get_header(BlockHashOrNumber::Number(args.to)).await {
-                    Ok(header) => {
-                        if let Some(header) = header.into_data() {
-                            break header;
+                    Ok(header) => match header.into_data() {
+                        Some(header) => break header,
+                        // A peer behind --to answers with nothing: ask again, not in a spin.
+                        None => {
+                            warn!(target: "reth::cli", to = args.to, "No peer returned the tip's header yet; retrying");
+                            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                         }
-                    }
+                    },
                     Err(error) if error.is_retryable() => {
                         warn!(target: "reth::cli", %error, "Error requesting the tip's header; retrying")
                     }

@@ -13,6 +13,7 @@ use super::{
     env::{Access, HybridEnvironment, HybridFactory, HybridTypes},
 };
 use alloy_primitives::Address;
+use eyre::WrapErr;
 use reth_chainspec::{ChainSpecProvider, EthChainSpec};
 use reth_config::config::EtlConfig;
 use reth_consensus::noop::NoopConsensus;
@@ -32,12 +33,14 @@ use reth_node_core::{
     args::DatadirArgs,
     dirs::{ChainPath, DataDirPath, PlatformPath},
 };
+use reth_provider::StageCheckpointReader;
 use reth_provider::{
     DatabaseProviderFactory, ProviderFactory,
     providers::{RocksDBProvider, StaticFileProviderBuilder},
 };
 use reth_stages::{
-    ExecInput, ExecutionStageThresholds, Stage, StageCheckpoint, UnwindInput,
+    ExecInput, ExecutionStageThresholds, Stage, StageCheckpoint, StageId, UnwindInput,
+    UnwindOutput,
     stages::{
         AccountHashingStage, ExecutionStage, MERKLE_STAGE_DEFAULT_REBUILD_THRESHOLD, MerkleStage,
         StorageHashingStage,
@@ -104,6 +107,21 @@ impl DumpStage {
         }
     }
 
+    /// The stages whose tables the dump unwinds (each from its own checkpoint).
+    fn unwound(&self) -> &'static [StageId] {
+        match self {
+            Self::Execution(_) => &[StageId::Execution],
+            Self::StorageHashing(_) => &[StageId::StorageHashing],
+            Self::AccountHashing(_) => &[StageId::AccountHashing],
+            Self::Merkle(_) => &[
+                StageId::StorageHashing,
+                StageId::AccountHashing,
+                StageId::MerkleExecute,
+                StageId::Execution,
+            ],
+        }
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Self::Execution(_) => "execution",
@@ -124,14 +142,35 @@ pub async fn run(args: DumpArgs, runtime: reth_tasks::Runtime) -> eyre::Result<(
         range.from,
         range.to
     );
+    // The dump copies MDBX tables, as reth's; the blocks' headers, transactions and receipts
+    // stay in the source's static files, which these two stages read when they run.
+    eyre::ensure!(
+        !range.dry_run || !matches!(args.stage, DumpStage::Execution(_) | DumpStage::Merkle(_)),
+        "--dry-run of the {} stage needs the range's headers{} in the new datadir's static \
+         files, which a dump does not copy (reth's dry run fails the same way): dump without \
+         --dry-run; the hashing stages' dumps do dry-run",
+        args.stage.name(),
+        match args.stage {
+            DumpStage::Execution(_) => ", transactions and receipts",
+            _ => "",
+        }
+    );
     let chain = args.env.chain.chain();
     let source_dir = args.env.datadir.clone().resolve_datadir(chain);
+    eyre::ensure!(
+        source_dir.db().join("mdbx.dat").is_file(),
+        "{} holds no database: check --datadir and --chain (nothing was written)",
+        source_dir.db().display()
+    );
     let output = range
         .output_datadir
         .with_chain(chain, DatadirArgs::default());
     let fresh = FreshDatadir::check(output.data_dir(), source_dir.data_dir())?;
 
     let source = HybridEnvironment::init(&args.env, Access::ReadWrite, runtime.clone())?;
+    for &id in args.stage.unwound() {
+        stage_checkpoint(&source.provider_factory, id, range.to)?;
+    }
     let layout = source.provider_factory.db_ref().engine().layout().clone();
     let mut created = Created::default();
     created.dir_all(output.data_dir())?;
@@ -160,10 +199,16 @@ pub async fn run(args: DumpArgs, runtime: reth_tasks::Runtime) -> eyre::Result<(
         }
     };
     info!(target: "reth::cli", stage = args.stage.name(), from = range.from, to = range.to, "Dumped the stage's tables");
-    // Its static files and reth's own (empty) RocksDB too: a datadir every command opens.
-    let factory = output_factory(output_db, &output, &source.provider_factory, runtime)?;
+    // Its static files and reth's own (empty) RocksDB too: a datadir the `db` commands open.
+    let factory = output_factory(output_db, &output, &source.provider_factory, runtime)
+        .wrap_err_with(|| {
+            format!(
+                "the dump's tables are in {}, but its static files or RocksDB could not be made",
+                output.data_dir().display()
+            )
+        })?;
     if range.dry_run {
-        dry_run(&args.stage, &factory, &source.provider_factory).map_err(|e| {
+        dry_run(&args.stage, &factory).map_err(|e| {
             e.wrap_err(format!(
                 "the dump in {} is complete; the dry run of the stage on it failed",
                 output.data_dir().display()
@@ -243,17 +288,9 @@ fn dump(stage: &DumpStage, source: &HybridFactory, out: &HybridNodeDb) -> eyre::
     let DumpRange { from, to, .. } = *stage.range();
     let db = source.db_ref();
     copy_range::<tables::BlockBodyIndices>(out, &db.tx()?, Some(from - 1), to + 1)?;
-    let tip = db
-        .view(|tx| tx.cursor_read::<tables::BlockBodyIndices>()?.last())??
-        .map(|(number, _)| number)
-        .ok_or_else(|| eyre::eyre!("the source datadir has no block bodies"))?;
-    let unwind_to = |block| UnwindInput {
-        unwind_to: block,
-        checkpoint: StageCheckpoint::new(tip),
-        bad_block: None,
-    };
+    let checkpoint = |id| stage_checkpoint(source, id, to);
     // Each branch copies what needs no unwind first, then unwinds in a write transaction of
-    // the source that is read and dropped (as reth: the imports never share it).
+    // the source that is read for the copy and dropped, never committed.
     let provider = || source.database_provider_rw();
     match stage {
         DumpStage::Execution(_) => {
@@ -272,14 +309,16 @@ fn dump(stage: &DumpStage, source: &HybridFactory, out: &HybridNodeDb) -> eyre::
                     .ok_or_else(|| eyre::eyre!("BlockBody {to} does not exist."))?;
                 Ok((first.first_tx_num, last.first_tx_num + last.tx_count))
             })??;
+            // `to_tx` is the first transaction after TO, and the copy takes it too (as reth's).
             copy_range::<tables::Transactions>(out, &db.tx()?, Some(from_tx), to_tx)?;
             copy_range::<tables::TransactionSenders>(out, &db.tx()?, Some(from_tx), to_tx)?;
 
             // The state at FROM: accounts the range reads but never changes are in it too.
+            let executed = checkpoint(StageId::Execution)?;
             let provider = provider()?;
             let (evm, _) = components(source);
-            ExecutionStage::new_with_executor(evm, NoopConsensus::arc())
-                .unwind(&provider, unwind_to(from))?;
+            let mut execution = ExecutionStage::new_with_executor(evm, NoopConsensus::arc());
+            unwind_fully(&mut execution, &provider, executed, from)?;
             let unwound = provider.into_tx();
             copy_dupsort::<tables::PlainStorageState>(out, &unwound)?;
             copy_all::<tables::PlainAccountState>(out, &unwound)?;
@@ -287,13 +326,15 @@ fn dump(stage: &DumpStage, source: &HybridFactory, out: &HybridNodeDb) -> eyre::
         }
         DumpStage::AccountHashing(_) => {
             copy_range::<tables::AccountChangeSets>(out, &db.tx()?, Some(from), to)?;
+            let hashed = checkpoint(StageId::AccountHashing)?;
             let provider = provider()?;
-            AccountHashingStage::default().unwind(&provider, unwind_to(from))?;
+            unwind_fully(&mut AccountHashingStage::default(), &provider, hashed, from)?;
             copy_all::<tables::PlainAccountState>(out, &provider.into_tx())?;
         }
         DumpStage::StorageHashing(_) => {
+            let hashed = checkpoint(StageId::StorageHashing)?;
             let provider = provider()?;
-            StorageHashingStage::default().unwind(&provider, unwind_to(from))?;
+            unwind_fully(&mut StorageHashingStage::default(), &provider, hashed, from)?;
             let unwound = provider.into_tx();
             copy_dupsort::<tables::PlainStorageState>(out, &unwound)?;
             copy_dupsort::<tables::StorageChangeSets>(out, &unwound)?;
@@ -303,12 +344,28 @@ fn dump(stage: &DumpStage, source: &HybridFactory, out: &HybridNodeDb) -> eyre::
             copy_range::<tables::AccountChangeSets>(out, &db.tx()?, Some(from), to)?;
             // Hashed state and trie at FROM, then the hashed state brought to TO (the merkle
             // stage's input), from the plain state unwound to TO.
+            let (storage, accounts, merkle, executed) = (
+                checkpoint(StageId::StorageHashing)?,
+                checkpoint(StageId::AccountHashing)?,
+                checkpoint(StageId::MerkleExecute)?,
+                checkpoint(StageId::Execution)?,
+            );
             let provider = provider()?;
-            StorageHashingStage::default().unwind(&provider, unwind_to(from))?;
-            AccountHashingStage::default().unwind(&provider, unwind_to(from))?;
-            MerkleStage::default_unwind().unwind(&provider, unwind_to(from))?;
+            unwind_fully(
+                &mut StorageHashingStage::default(),
+                &provider,
+                storage,
+                from,
+            )?;
+            unwind_fully(
+                &mut AccountHashingStage::default(),
+                &provider,
+                accounts,
+                from,
+            )?;
+            unwind_fully(&mut MerkleStage::default_unwind(), &provider, merkle, from)?;
             let (evm, consensus) = components(source);
-            ExecutionStage::new(
+            let mut execution = ExecutionStage::new(
                 evm,
                 consensus,
                 ExecutionStageThresholds {
@@ -319,8 +376,8 @@ fn dump(stage: &DumpStage, source: &HybridFactory, out: &HybridNodeDb) -> eyre::
                 },
                 MERKLE_STAGE_DEFAULT_REBUILD_THRESHOLD,
                 ExExManagerHandle::empty(),
-            )
-            .unwind(&provider, unwind_to(to))?;
+            );
+            unwind_fully(&mut execution, &provider, executed, to)?;
             let input = ExecInput {
                 target: Some(to),
                 checkpoint: Some(StageCheckpoint::new(from)),
@@ -352,6 +409,49 @@ fn dump(stage: &DumpStage, source: &HybridFactory, out: &HybridNodeDb) -> eyre::
             copy_all::<tables::AccountsTrie>(out, &unwound)?;
             copy_dupsort::<tables::StoragesTrie>(out, &unwound)?;
         }
+    }
+    Ok(())
+}
+
+/// The source's checkpoint of a stage the dump unwinds, which must cover the range: a stage behind
+/// TO would leave its tables at another block than the one the dump names.
+fn stage_checkpoint(source: &HybridFactory, id: StageId, to: u64) -> eyre::Result<u64> {
+    let at = source
+        .provider()?
+        .get_stage_checkpoint(id)?
+        .unwrap_or_default()
+        .block_number;
+    eyre::ensure!(
+        at >= to,
+        "the source's {id} stage is at block {at}, below --to {to}: its tables do not hold the \
+         range yet (let the node sync past {to}, or dump a lower range); nothing was written"
+    );
+    Ok(at)
+}
+
+/// Unwinds `stage` from block `at` down to `to` in the uncommitted transaction, in as many calls
+/// as it takes (each unwinds at most the stage's threshold of blocks: 500,000 for execution).
+fn unwind_fully<P, S: Stage<P>>(
+    stage: &mut S,
+    provider: &P,
+    mut at: u64,
+    to: u64,
+) -> eyre::Result<()> {
+    while at > to {
+        let UnwindOutput { checkpoint } = stage.unwind(
+            provider,
+            UnwindInput {
+                unwind_to: to,
+                checkpoint: StageCheckpoint::new(at),
+                bad_block: None,
+            },
+        )?;
+        eyre::ensure!(
+            checkpoint.block_number < at,
+            "the {} stage's unwind from block {at} made no progress",
+            stage.id()
+        );
+        at = checkpoint.block_number;
     }
     Ok(())
 }
@@ -406,9 +506,9 @@ fn output_factory(
     )?)
 }
 
-/// The stage run once over the dumped range on the new datadir, never committed (reth's dry run:
-/// hashing and merkle from the dumped inputs, execution from the state at FROM).
-fn dry_run(stage: &DumpStage, factory: &HybridFactory, source: &HybridFactory) -> eyre::Result<()> {
+/// The hashing stage run over the dumped range on the new datadir, from scratch and never
+/// committed (reth's dry run); execution and merkle were refused before the dump.
+fn dry_run(stage: &DumpStage, factory: &HybridFactory) -> eyre::Result<()> {
     let DumpRange { from, to, .. } = *stage.range();
     info!(target: "reth::cli", stage = stage.name(), "Executing stage. [dry-run]");
     let provider = factory.database_provider_rw()?;
@@ -417,13 +517,9 @@ fn dry_run(stage: &DumpStage, factory: &HybridFactory, source: &HybridFactory) -
         checkpoint: Some(StageCheckpoint::new(from)),
     };
     match stage {
-        DumpStage::Execution(_) => {
-            let (evm, consensus) = components(source);
-            ExecutionStage::new_with_executor(evm, consensus).execute(&provider, input)?;
-        }
         DumpStage::AccountHashing(_) => run_until_done(
             &mut AccountHashingStage {
-                clean_threshold: 1, // hashes from scratch
+                clean_threshold: 1,
                 ..Default::default()
             },
             &provider,
@@ -431,21 +527,15 @@ fn dry_run(stage: &DumpStage, factory: &HybridFactory, source: &HybridFactory) -
         )?,
         DumpStage::StorageHashing(_) => run_until_done(
             &mut StorageHashingStage {
-                clean_threshold: 1, // hashes from scratch
+                clean_threshold: 1,
                 ..Default::default()
             },
             &provider,
             input,
         )?,
-        DumpStage::Merkle(_) => run_until_done(
-            // Updates the dumped trie instead of building it from scratch.
-            &mut MerkleStage::Execution {
-                rebuild_threshold: u64::MAX,
-                incremental_threshold: u64::MAX,
-            },
-            &provider,
-            input,
-        )?,
+        DumpStage::Execution(_) | DumpStage::Merkle(_) => {
+            unreachable!("--dry-run of {} is refused before the dump", stage.name())
+        }
     }
     info!(target: "reth::cli", "Success");
     Ok(())
