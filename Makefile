@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/reth-hybrid/target
 CARGO ?= cargo
 
-.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration bench-seeds integration e2e bench-reth
+.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration bench-seeds bench-scale integration e2e bench-reth
 
 # Installs what the build needs (libclang as bindgen looks for it, C/C++ compilers, chart font)
 # and says what it found: scripts/deps.
@@ -55,6 +55,14 @@ bench-engines: deps
 # Migration throughput (ours vs row-by-row vs raw copy) on a generated datadir of 10M tx hashes.
 bench-migration: deps
 	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench migration
+
+# The hybrid at a real node's scale: generated datadirs of 1M, 10M and 100M transactions (5M
+# accounts with history at 100M), stock and migrated, side by side: tx-hash and historical lookups
+# warm and cold, block persistence in reth's pattern, table bytes, migration time. Release build.
+# Needs ~27 GB of free disk for the 100M size (each size is removed before the next); time and
+# figures in docs/benchmarks.md, "At scale". RETH_HYBRID_SCALE_MILLIONS=1,10 runs other sizes.
+bench-scale: deps
+	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench scale
 
 # The seed benchmarks (../shared/seeds: the 4M-key Merkle-Patricia job, read-modify-write counters,
 # per-operation costs) on MDBX, RocksDB and the hybrid; docs/benchmarks.md, "Seed benchmarks".

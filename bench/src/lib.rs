@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
+pub mod persist;
 pub mod reth_bench;
+pub mod scale;
 pub mod seeds;
 
 /// A deterministic stream of pseudo-random bytes (splitmix64), so every engine sees the same keys.

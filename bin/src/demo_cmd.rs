@@ -11,6 +11,9 @@ use reth_hybrid_api::{
     tables::{AccountsHistory, TransactionHashNumbers},
     typed::{Database, TypedDatabase},
 };
+use reth_hybrid_bench::persist::{
+    PersistReport, PersistSpec, RETH_BLOCKS_PER_COMMIT, chain_tip, persist_blocks,
+};
 use reth_hybrid_hybrid::{HybridDb, HybridOptions};
 use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
 use reth_hybrid_migrate::{
@@ -29,6 +32,9 @@ pub struct DemoArgs {
     /// Lookups per kind in the comparison.
     #[arg(long, default_value_t = 20_000)]
     pub lookups: usize,
+    /// Blocks of 200 transactions persisted on each datadir in reth's write pattern.
+    #[arg(long, default_value_t = 600)]
+    pub persist_blocks: u64,
     /// Work in this (new) folder and keep it, instead of a temporary one.
     #[arg(long)]
     pub dir: Option<std::path::PathBuf>,
@@ -153,19 +159,50 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> eyre::Result<()> {
             h / m
         )?;
     }
+    writeln!(out, "   (a small, fully cached datadir; {})", build_note())?;
+
     writeln!(
         out,
-        "   (a small, fully cached datadir{}; docs/benchmarks.md has release-build numbers)",
-        if cfg!(debug_assertions) {
-            " and a debug build of reth-hybrid"
-        } else {
-            ""
+        "== 5. persist {} blocks of {} transactions in reth's write pattern on both (a commit every {} blocks)",
+        args.persist_blocks,
+        PersistSpec::new(0, 0).txs_per_block,
+        RETH_BLOCKS_PER_COMMIT
+    )?;
+    let (m, h) = compare_persistence(&baseline, &hybrid_dir, args.persist_blocks, args.seed)?;
+    for (name, r) in [("MDBX only", &m), ("hybrid", &h)] {
+        writeln!(
+            out,
+            "   {name:<10} {:>8.0} blocks/s   {:>10} written",
+            r.blocks_per_second(),
+            r.bytes_written.map_or("n/a".to_string(), bytes),
+        )?;
+    }
+    write!(
+        out,
+        "   hybrid/MDBX: throughput {:.2}x",
+        h.blocks_per_second() / m.blocks_per_second()
+    )?;
+    match (h.bytes_written, m.bytes_written) {
+        (Some(hb), Some(mb)) if mb > 0 => {
+            writeln!(out, ", bytes written {:.2}x", hb as f64 / mb as f64)?
         }
+        _ => writeln!(out)?,
+    }
+    let (m_bytes, h_bytes) = (
+        routed_table_bytes(&baseline)?,
+        routed_table_bytes(&hybrid_dir)?,
+    );
+    writeln!(
+        out,
+        "   tx-hash and history tables on disk: MDBX only {}, hybrid {} ({:.2}x)",
+        bytes(m_bytes),
+        bytes(h_bytes),
+        h_bytes as f64 / m_bytes.max(1) as f64
     )?;
 
     writeln!(
         out,
-        "== 5. roll back to MDBX and compare every row with the original"
+        "== 6. roll back to MDBX and compare every row with the original"
     )?;
     migrate(&hybrid_dir, &MigrateRequest::new(EngineKind::Mdbx), &bars).wrap_err("rolling back")?;
     let (a, b) = (digests(&baseline)?, digests(&hybrid_dir)?);
@@ -187,6 +224,102 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> eyre::Result<()> {
         }
     )?;
     Ok(())
+}
+
+/// What kind of build measured, since a debug build of our crates skews every ratio.
+fn build_note() -> &'static str {
+    if cfg!(debug_assertions) {
+        "a test-profile build: engines and reth-hybrid's crates optimised, debug assertions on"
+    } else {
+        "a release build"
+    }
+}
+
+/// The hybrid datadir, as the node would open it.
+fn open_hybrid(datadir: &Path) -> eyre::Result<TypedDatabase<HybridDb<MdbxEngine, RocksEngine>>> {
+    Ok(TypedDatabase::new(HybridDb::open(
+        MdbxEngine::open(datadir, MdbxOptions::read_write())?,
+        RocksEngine::open_in_datadir(datadir)?,
+        datadir,
+        HybridOptions::default(),
+    )?))
+}
+
+/// The same blocks persisted on both datadirs, in halves run MDBX, hybrid, hybrid, MDBX so
+/// neither side always goes first.
+fn compare_persistence(
+    baseline: &Path,
+    hybrid_dir: &Path,
+    blocks: u64,
+    seed: u64,
+) -> eyre::Result<(PersistReport, PersistReport)> {
+    let mdbx_db = TypedDatabase::new(MdbxEngine::open(baseline, MdbxOptions::read_write())?);
+    let hybrid = open_hybrid(hybrid_dir)?;
+    let half = |db_seed: u64, n: u64| PersistSpec::new(n, seed ^ db_seed);
+    let (first, second) = (blocks / 2, blocks - blocks / 2);
+    let mut total = [PersistReport::default(), PersistReport::default()];
+    let mut add = |i: usize, r: PersistReport| {
+        let t = &mut total[i];
+        t.blocks += r.blocks;
+        t.transactions += r.transactions;
+        t.commits += r.commits;
+        t.seconds += r.seconds;
+        t.bytes_written = t
+            .bytes_written
+            .or(Some(0))
+            .zip(r.bytes_written)
+            .map(|(a, b)| a + b);
+    };
+    for (round, n) in [(1u64, first), (2, second)] {
+        let tip = chain_tip(&mdbx_db)?;
+        if chain_tip(&hybrid)? != tip {
+            bail!("the two datadirs' tips differ before persisting");
+        }
+        let spec = half(round, n);
+        if round == 1 {
+            add(0, persist_blocks(&mdbx_db, &tip, &spec)?);
+            add(1, persist_hybrid(&hybrid, &tip, &spec)?);
+        } else {
+            add(1, persist_hybrid(&hybrid, &tip, &spec)?);
+            add(0, persist_blocks(&mdbx_db, &tip, &spec)?);
+        }
+    }
+    Ok((total[0], total[1]))
+}
+
+/// [`persist_blocks`] on the hybrid, with RocksDB's memtable flushed into its files inside the
+/// measurement: bytes still in memory would flatter it.
+fn persist_hybrid(
+    db: &TypedDatabase<HybridDb<MdbxEngine, RocksEngine>>,
+    tip: &reth_hybrid_bench::persist::ChainTip,
+    spec: &PersistSpec,
+) -> eyre::Result<PersistReport> {
+    let before = reth_hybrid_bench::persist::process_write_bytes();
+    let started = Instant::now();
+    let mut report = persist_blocks(db, tip, spec)?;
+    db.engine().follower().flush()?;
+    report.seconds = started.elapsed().as_secs_f64();
+    report.bytes_written = before
+        .zip(reth_hybrid_bench::persist::process_write_bytes())
+        .map(|(b, a)| a.saturating_sub(b));
+    Ok(report)
+}
+
+/// Bytes the tx-hash and history tables take in either engine.
+fn routed_table_bytes(datadir: &Path) -> eyre::Result<u64> {
+    let s = stats(datadir, true)?;
+    Ok(s.tables
+        .iter()
+        .filter(|t| {
+            [
+                Tables::TransactionHashNumbers,
+                Tables::AccountsHistory,
+                Tables::StoragesHistory,
+            ]
+            .contains(&t.table)
+        })
+        .map(|t| t.mdbx_bytes + t.rocksdb_bytes)
+        .sum())
 }
 
 fn copy_datadir(from: &Path, to: &Path) -> eyre::Result<()> {
@@ -225,13 +358,7 @@ type Answers = Vec<Option<u64>>;
 /// Mean microseconds per lookup on both datadirs, after checking both give the same answers.
 fn compare_lookups(baseline: &Path, hybrid_dir: &Path, n: usize) -> eyre::Result<(Times, Times)> {
     let mdbx_db = TypedDatabase::new(MdbxEngine::open(baseline, MdbxOptions::read_write())?);
-    let hybrid = HybridDb::open(
-        MdbxEngine::open(hybrid_dir, MdbxOptions::read_write())?,
-        RocksEngine::open_in_datadir(hybrid_dir)?,
-        hybrid_dir,
-        HybridOptions::default(),
-    )?;
-    let hybrid_db = TypedDatabase::new(hybrid);
+    let hybrid_db = open_hybrid(hybrid_dir)?;
 
     // Keys: every k-th tx hash, and account-history seeks at blocks spread over the chain.
     let (hashes, accounts) = {
