@@ -9,7 +9,9 @@ use crate::{
     error::RocksError,
     export,
     spill::decode_entry,
-    view::{BaseLast, IterCache, Merged, Overlay, OwnedSnapshot, RocksRow, snapshot_keys},
+    view::{
+        BaseLast, IterCache, IterPool, Merged, Overlay, OwnedSnapshot, RocksRow, snapshot_keys,
+    },
 };
 use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
 use reth_hybrid_api::{
@@ -24,6 +26,8 @@ use std::sync::{
 };
 
 pub(crate) struct TxInner {
+    /// ORDER: declared before `snap`, so the pooled iterators drop before the snapshot.
+    iters: IterPool,
     snap: OwnedSnapshot,
     /// Per table (`Tables as usize`): the snapshot's last row, read at most once.
     base_last: Vec<BaseLast>,
@@ -63,6 +67,7 @@ impl RocksTx {
     pub(crate) fn begin(engine: Arc<EngineInner>) -> Self {
         Self {
             inner: Arc::new(TxInner {
+                iters: IterPool::new(),
                 snap: OwnedSnapshot::new(engine),
                 base_last: (0..Tables::COUNT).map(|_| BaseLast::new()).collect(),
                 overlay: None,
@@ -78,6 +83,7 @@ impl RocksTxMut {
         let overlay = Overlay::new();
         Self {
             inner: Arc::new(TxInner {
+                iters: IterPool::new(),
                 snap: OwnedSnapshot::new(engine),
                 base_last: (0..Tables::COUNT).map(|_| BaseLast::new()).collect(),
                 overlay: Some(RwLock::new(overlay)),
@@ -192,6 +198,7 @@ impl TxInner {
                 spill: overlay.spill.as_ref().filter(|_| o.spilled),
                 table,
                 cache: None,
+                pool: &self.iters,
                 base_last: &self.base_last[table as usize],
             };
             export.table(engine, table, |sink| {
@@ -239,6 +246,15 @@ impl Clone for RocksStore {
             cache: IterCache::default(),
             tx: Arc::clone(&self.tx),
             table: self.table,
+        }
+    }
+}
+
+impl Drop for RocksStore {
+    /// The cursor's iterator goes to the transaction's pool for its next cursor on this table.
+    fn drop(&mut self) {
+        if let Some(it) = self.cache.0.get_mut().take() {
+            self.tx.iters.give_back(self.table, it);
         }
     }
 }
@@ -296,6 +312,7 @@ impl RocksStore {
                 spill: None,
                 table: self.table,
                 cache,
+                pool: &self.tx.iters,
                 base_last,
             }),
             Some(o) => {
@@ -307,6 +324,7 @@ impl RocksStore {
                     spill: guard.spill.as_ref().filter(|_| table.spilled),
                     table: self.table,
                     cache,
+                    pool: &self.tx.iters,
                     base_last,
                 })
             }

@@ -159,6 +159,8 @@ pub(crate) struct Merged<'a> {
     pub(crate) table: Tables,
     /// The cursor's iterator cache, if the caller is a cursor.
     pub(crate) cache: Option<&'a IterCache>,
+    /// The transaction's spare iterators, taken when the cursor has none yet.
+    pub(crate) pool: &'a IterPool,
     /// The transaction's memo of the snapshot's last row of this table.
     pub(crate) base_last: &'a BaseLast,
 }
@@ -170,6 +172,37 @@ pub(crate) type SnapIter = rocksdb::DBRawIteratorWithThreadMode<'static, DB>;
 /// so dropped) before the `Arc` that keeps the snapshot alive, which `RocksStore` does.
 #[derive(Default)]
 pub(crate) struct IterCache(pub(crate) parking_lot::Mutex<Option<SnapIter>>);
+
+/// Iterators that a transaction's dropped cursors left, per table, for its next cursors.
+/// Creating a RocksDB iterator (pinning the memtables and a file iterator per level) costs more
+/// than a seek, and reth opens a new cursor for every historical lookup. Owned by the
+/// transaction and declared before its snapshot, so every pooled iterator drops first.
+pub(crate) struct IterPool(Vec<parking_lot::Mutex<Vec<SnapIter>>>);
+
+/// Iterators kept per table: more than the cursors reth holds open on one table at once.
+const POOLED_PER_TABLE: usize = 4;
+
+impl IterPool {
+    pub(crate) fn new() -> Self {
+        Self(
+            (0..Tables::COUNT)
+                .map(|_| parking_lot::Mutex::new(Vec::new()))
+                .collect(),
+        )
+    }
+
+    fn take(&self, table: Tables) -> Option<SnapIter> {
+        self.0[table as usize].lock().pop()
+    }
+
+    /// Keeps `it` for the table's next cursor (dropped when the pool is full).
+    pub(crate) fn give_back(&self, table: Tables, it: SnapIter) {
+        let mut pool = self.0[table as usize].lock();
+        if pool.len() < POOLED_PER_TABLE {
+            pool.push(it);
+        }
+    }
+}
 
 /// The snapshot's last row of a table, read once per transaction: the snapshot never changes,
 /// and appends ask for the table's last row on every call.
@@ -340,19 +373,23 @@ impl<'a> Merged<'a> {
     }
 
     /// The snapshot iterator for this call: the cursor's cached one if it has one (so a step
-    /// from the row it sits on is a `next`/`prev`, not a new seek), else a fresh one.
+    /// from the row it sits on is a `next`/`prev`, not a new seek), else a spare one of the
+    /// transaction's, else a new one.
     fn take_iter(&self) -> Option<SnapIter> {
         if !self.base_visible() {
             return None;
         }
         self.cache
             .and_then(|c| c.0.lock().take())
+            .or_else(|| self.pool.take(self.table))
             .or_else(|| Some(self.snap.iter_static(self.table)))
     }
 
     fn put_back(&self, it: Option<SnapIter>) {
-        if let (Some(cache), Some(it)) = (self.cache, it) {
-            *cache.0.lock() = Some(it);
+        match (self.cache, it) {
+            (Some(cache), Some(it)) => *cache.0.lock() = Some(it),
+            (None, Some(it)) => self.pool.give_back(self.table, it),
+            (_, None) => {}
         }
     }
 
