@@ -199,6 +199,12 @@ pub fn run(args: &DemoArgs, out: &mut impl Write) -> eyre::Result<()> {
         bytes(h_bytes),
         h_bytes as f64 / m_bytes.max(1) as f64
     )?;
+    writeln!(
+        out,
+        "   (persistence favours the hybrid more as the datadir grows: MDBX's random tx-hash inserts \
+         split and copy ever more pages; `make bench-scale` measures 1M-100M transactions, \
+         docs/benchmarks.md \"At scale\")"
+    )?;
 
     writeln!(
         out,

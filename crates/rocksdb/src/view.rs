@@ -49,8 +49,8 @@ impl OwnedSnapshot {
     }
 
     /// An iterator whose borrow of this snapshot is erased. Callers keep it only where it is
-    /// dropped before this snapshot (per call, or in an `IterCache` owned next to the snapshot's
-    /// `Arc`).
+    /// dropped before this snapshot: per call, in an `IterCache` owned next to the snapshot's
+    /// `Arc`, or in the transaction's `IterPool`, declared before the snapshot.
     fn iter_static(&self, table: Tables) -> SnapIter {
         let it = self.iter(table);
         // SAFETY: see above; the snapshot (and the DB behind it) outlive every such iterator.
