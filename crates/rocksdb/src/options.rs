@@ -133,7 +133,7 @@ pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
             t.set_bloom_filter(10.0, false);
             t.set_whole_key_filtering(true);
             // Measured at 100M hashes (docs/benchmarks.md, "At scale"): a file's whole filter
-            // (~1.6 MB per 64 MB file) evicted by data blocks made a miss cost milliseconds.
+            // (~6 MB per 256 MB migrated file) evicted by data blocks made a miss cost milliseconds.
             // Partitioned, a lookup loads one small filter and index partition; the top levels
             // stay pinned (and index and filter blocks are cached with high priority, RocksDB's
             // default). A hash index in each data block spares the binary search of a hit.
