@@ -28,6 +28,10 @@ pub trait PairStore: Send + Debug {
     fn ge(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>>;
     /// Last pair `< (key, value)`.
     fn lt(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>>;
+    /// First pair `> (key, value)`: a cursor's `next`. Stores may answer it in one step.
+    fn gt(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
+        self.ge(key, &succ_value(value))
+    }
     /// Last pair of the table.
     fn last(&self) -> RawResult<Option<RawPair>>;
     /// Adds a pair; on a plain table it replaces the key's value.
@@ -55,9 +59,6 @@ fn succ_key(key: &[u8]) -> Vec<u8> {
 pub trait PairStoreExt: PairStore {
     fn first(&self) -> RawResult<Option<RawPair>> {
         self.ge(&[], &[])
-    }
-    fn gt(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
-        self.ge(key, &succ_value(value))
     }
     fn first_of_key(&self, key: &[u8]) -> RawResult<Option<RawPair>> {
         Ok(self.ge(key, &[])?.filter(|(k, _)| k == key))
@@ -302,8 +303,17 @@ impl<S: PairStore> EmulatedCursor<S> {
     }
 
     fn land(&mut self, pair: Option<RawPair>) -> Option<RawPair> {
-        if let Some(p) = &pair {
-            self.state = CursorState::At(p.clone());
+        if let Some((k, v)) = &pair {
+            match &mut self.state {
+                // A walk: the row's copy reuses the buffers of the row the cursor leaves.
+                CursorState::At((sk, sv)) => {
+                    sk.clear();
+                    sk.extend_from_slice(k);
+                    sv.clear();
+                    sv.extend_from_slice(v);
+                }
+                state => *state = CursorState::At((k.clone(), v.clone())),
+            }
         }
         pair
     }
@@ -322,6 +332,24 @@ impl<S: PairStore> EmulatedCursor<S> {
         self.resolve_unpinned();
         let same_key_only = op == CursorOp::NextDup;
         let next_key = op == CursorOp::NextNoDup;
+        // The hot path (a walk) borrows the row it sits on instead of cloning it.
+        if let CursorState::At((k, v)) = &self.state {
+            let found = if next_key {
+                self.store.first_after_key(k)?
+            } else {
+                self.store.gt(k, v)?
+            };
+            return match found.filter(|(fk, _)| !same_key_only || fk == k) {
+                Some(p) => Ok(self.land(Some(p))),
+                None => {
+                    // Plain next and any next_dup stay on the row; the rest are unpinned.
+                    if !(same_key_only || (op == CursorOp::Next && !self.dupsort())) {
+                        self.state = CursorState::Unpinned(Some((k.clone(), v.clone())));
+                    }
+                    Ok(None)
+                }
+            };
+        }
         match self.state.clone() {
             CursorState::Unset => {
                 let first = self.store.first()?;
@@ -336,24 +364,6 @@ impl<S: PairStore> EmulatedCursor<S> {
                 // depends on its page layout, so it is not pinned.
                 self.state = CursorState::Unpinned(self.store.last()?);
                 Ok(None)
-            }
-            CursorState::At((k, v)) => {
-                let found = if next_key {
-                    self.store.first_after_key(&k)?
-                } else {
-                    self.store.gt(&k, &v)?
-                };
-                let found = found.filter(|(fk, _)| !same_key_only || *fk == k);
-                match found {
-                    Some(p) => Ok(self.land(Some(p))),
-                    None => {
-                        // Plain next and any next_dup stay on the row; the rest are unpinned.
-                        if !(same_key_only || (op == CursorOp::Next && !self.dupsort())) {
-                            self.state = CursorState::Unpinned(Some((k, v)));
-                        }
-                        Ok(None)
-                    }
-                }
             }
             CursorState::AfterDelete {
                 deleted: (k, v), ..
@@ -384,13 +394,28 @@ impl<S: PairStore> EmulatedCursor<S> {
                     }
                 }
             }
-            CursorState::Unpinned(_) => unreachable!("resolved above"),
+            CursorState::At(_) | CursorState::Unpinned(_) => unreachable!("handled above"),
         }
     }
 
     fn move_prev(&mut self, op: CursorOp) -> RawResult<Option<RawPair>> {
         self.resolve_unpinned();
         let same_key_only = op == CursorOp::PrevDup;
+        if let CursorState::At((k, v)) = &self.state {
+            let found = self
+                .store
+                .lt(k, v)?
+                .filter(|(fk, _)| !same_key_only || fk == k);
+            return match found {
+                Some(p) => Ok(self.land(Some(p))),
+                None => {
+                    if !same_key_only && self.dupsort() {
+                        self.state = CursorState::Unpinned(Some((k.clone(), v.clone())));
+                    }
+                    Ok(None)
+                }
+            };
+        }
         match self.state.clone() {
             CursorState::Unset => {
                 let last = self.store.last()?;
@@ -408,21 +433,6 @@ impl<S: PairStore> EmulatedCursor<S> {
                 let last = self.store.last()?;
                 Ok(self.land(last))
             }
-            CursorState::At((k, v)) => {
-                let found = self
-                    .store
-                    .lt(&k, &v)?
-                    .filter(|(fk, _)| !same_key_only || *fk == k);
-                match found {
-                    Some(p) => Ok(self.land(Some(p))),
-                    None => {
-                        if !same_key_only && self.dupsort() {
-                            self.state = CursorState::Unpinned(Some((k, v)));
-                        }
-                        Ok(None)
-                    }
-                }
-            }
             CursorState::AfterDelete {
                 deleted: (k, v), ..
             } => {
@@ -439,7 +449,7 @@ impl<S: PairStore> EmulatedCursor<S> {
                     }
                 }
             }
-            CursorState::Unpinned(_) => unreachable!("resolved above"),
+            CursorState::At(_) | CursorState::Unpinned(_) => unreachable!("handled above"),
         }
     }
 

@@ -418,6 +418,9 @@ impl PairStore for RocksStore {
                 self.decode(row)
             }
             None => self.with_view(|view| {
+                if view.snapshot_only() {
+                    return view.ge_pair_snapshot(key, value, false);
+                }
                 let found = view.ge(key)?;
                 match found {
                     Some((k, v)) if k == key && v.as_slice() < value => {
@@ -431,6 +434,27 @@ impl PairStore for RocksStore {
         }
     }
 
+    fn gt(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
+        let fast = self.with_view(|view| {
+            if !view.snapshot_only() {
+                return Ok(None);
+            }
+            match self.dup_len() {
+                Some(len) if key.len() == len => view.gt_snapshot(&[key, value].concat()).map(Some),
+                Some(_) => Ok(None),
+                None => view.ge_pair_snapshot(key, value, true).map(Some),
+            }
+        })?;
+        match fast {
+            Some(row) => self.decode(row),
+            None => {
+                let mut after = value.to_vec();
+                after.push(0);
+                self.ge(key, &after)
+            }
+        }
+    }
+
     fn lt(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
         match self.dup_len() {
             Some(len) => {
@@ -439,6 +463,9 @@ impl PairStore for RocksStore {
                 self.decode(row)
             }
             None => self.with_view(|view| {
+                if view.snapshot_only() {
+                    return view.lt_pair_snapshot(key, value);
+                }
                 // Last row with key <= `key`; the row at `key` counts only if its value < `value`.
                 let mut next = key.to_vec();
                 next.push(0);

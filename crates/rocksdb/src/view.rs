@@ -144,10 +144,7 @@ impl Overlay {
 pub(crate) type RocksRow = (Vec<u8>, Vec<u8>);
 
 fn base_row(it: &rocksdb::DBRawIteratorWithThreadMode<'_, DB>) -> Option<RocksRow> {
-    match (it.key(), it.value()) {
-        (Some(k), Some(v)) if it.valid() => Some((k.to_vec(), v.to_vec())),
-        _ => None,
-    }
+    it.item().map(|(k, v)| (k.to_vec(), v.to_vec()))
 }
 
 /// Merged reads over the snapshot and an overlay (or the snapshot alone).
@@ -248,6 +245,14 @@ fn position_lt(it: &mut SnapIter, target: Option<&[u8]>) {
     }
 }
 
+/// Positions `it` at the last key <= `target`, staying when it already sits on `target`.
+fn position_le(it: &mut SnapIter, target: &[u8]) {
+    if it.valid() && it.key() == Some(target) {
+        return;
+    }
+    it.seek_for_prev(target);
+}
+
 /// Whether `next == key ++ [0]`, the smallest key after `key`.
 fn is_successor(key: &[u8], next: &[u8]) -> bool {
     next.len() == key.len() + 1 && next.starts_with(key) && next[key.len()] == 0
@@ -321,6 +326,96 @@ impl<'a> Upper<'a> {
 impl<'a> Merged<'a> {
     fn base_visible(&self) -> bool {
         !self.overlay.is_some_and(|o| o.cleared)
+    }
+
+    /// Whether the snapshot alone answers: the transaction has no writes to this table to
+    /// merge (every read transaction, and a write transaction's untouched tables).
+    pub(crate) fn snapshot_only(&self) -> bool {
+        !self
+            .overlay
+            .is_some_and(|o| o.cleared || o.spilled || !o.writes.is_empty())
+    }
+
+    /// First row of a plain table after the pair `(key, value)` (`strict`) or at it, from the
+    /// snapshot alone ([`Self::snapshot_only`]): the row at `key` counts only if its value is
+    /// greater than (or equal to) `value`. One positioning, so a cursor's `next` is one
+    /// iterator step.
+    pub(crate) fn ge_pair_snapshot(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        strict: bool,
+    ) -> RawResult<Option<RocksRow>> {
+        debug_assert!(self.snapshot_only());
+        self.with_snapshot_iter(|it| {
+            position_ge(it, key);
+            if let Some((k, v)) = it.item()
+                && k == key
+                && (v < value || (strict && v == value))
+            {
+                it.next();
+            }
+        })
+    }
+
+    /// First row with a key > `target`, from the snapshot alone.
+    pub(crate) fn gt_snapshot(&self, target: &[u8]) -> RawResult<Option<RocksRow>> {
+        debug_assert!(self.snapshot_only());
+        self.with_snapshot_iter(|it| {
+            position_ge(it, target);
+            if it.key() == Some(target) {
+                it.next();
+            }
+        })
+    }
+
+    /// Positions this call's snapshot iterator with `position` and copies out its row. A
+    /// cursor's iterator is used in place, under one lock of its cache.
+    fn with_snapshot_iter(
+        &self,
+        position: impl FnOnce(&mut SnapIter),
+    ) -> RawResult<Option<RocksRow>> {
+        if let Some(cache) = self.cache
+            && self.base_visible()
+        {
+            let mut cached = cache.0.lock();
+            let it = match &mut *cached {
+                Some(it) => it,
+                empty => empty.insert(
+                    self.pool
+                        .take(self.table)
+                        .unwrap_or_else(|| self.snap.iter_static(self.table)),
+                ),
+            };
+            position(it);
+            return self.check(it).map(|()| base_row(it));
+        }
+        let mut it = self.take_iter();
+        let found = match it.as_mut() {
+            Some(it) => {
+                position(it);
+                self.check(it).map(|()| base_row(it))
+            }
+            None => Ok(None),
+        };
+        self.put_back(it);
+        found
+    }
+
+    /// Last row of a plain table before the pair `(key, value)`, from the snapshot alone: the
+    /// row at `key` counts only if its value is < `value`. One positioning, so a cursor's
+    /// `prev` is one iterator step.
+    pub(crate) fn lt_pair_snapshot(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RocksRow>> {
+        debug_assert!(self.snapshot_only());
+        self.with_snapshot_iter(|it| {
+            position_le(it, key);
+            if let Some((k, v)) = it.item()
+                && k == key
+                && v >= value
+            {
+                it.prev();
+            }
+        })
     }
 
     fn check(&self, it: &rocksdb::DBRawIteratorWithThreadMode<'_, DB>) -> RawResult<()> {
@@ -442,6 +537,9 @@ impl<'a> Merged<'a> {
             position_ge(it, target);
             self.check(it)?;
         }
+        if self.snapshot_only() {
+            return Ok(it.as_ref().and_then(base_row));
+        }
         let mut upper = self.upper(Some(target), true)?;
         loop {
             let base = it.as_ref().and_then(base_row);
@@ -486,6 +584,9 @@ impl<'a> Merged<'a> {
         if let Some(it) = it.as_mut() {
             position_lt(it, target);
             self.check(it)?;
+        }
+        if self.snapshot_only() {
+            return Ok(it.as_ref().and_then(base_row));
         }
         let mut upper = self.upper(target, false)?;
         loop {

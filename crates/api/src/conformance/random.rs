@@ -65,17 +65,44 @@ pub enum CursorCall {
 /// One operation of a random sequence.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Op {
-    Put { dup: bool, k: u8, v: u8 },
-    Append { dup: bool, k: u8, v: u8 },
-    Delete { dup: bool, k: u8, v: Option<u8> },
-    Clear { dup: bool },
-    Get { dup: bool, k: u8 },
-    Entries { dup: bool },
-    Cursor { slot: usize, call: CursorCall },
+    Put {
+        dup: bool,
+        k: u8,
+        v: u8,
+    },
+    Append {
+        dup: bool,
+        k: u8,
+        v: u8,
+    },
+    Delete {
+        dup: bool,
+        k: u8,
+        v: Option<u8>,
+    },
+    Clear {
+        dup: bool,
+    },
+    Get {
+        dup: bool,
+        k: u8,
+    },
+    Entries {
+        dup: bool,
+    },
+    Cursor {
+        slot: usize,
+        call: CursorCall,
+    },
     Commit,
     Abort,
     OpenReader,
     CheckReader,
+    /// A cursor call (reads only) on the open read transaction: slot 0 plain, 1 dupsort.
+    ReaderCursor {
+        slot: usize,
+        call: CursorCall,
+    },
 }
 
 fn cursor_call() -> impl Strategy<Value = CursorCall> {
@@ -103,6 +130,23 @@ fn cursor_call() -> impl Strategy<Value = CursorCall> {
     ]
 }
 
+/// The calls a read transaction's cursor offers.
+fn read_call() -> impl Strategy<Value = CursorCall> {
+    cursor_call().prop_filter("reads only", |c| !is_write(c))
+}
+
+fn is_write(call: &CursorCall) -> bool {
+    matches!(
+        call,
+        CursorCall::Upsert(..)
+            | CursorCall::Insert(..)
+            | CursorCall::Append(..)
+            | CursorCall::AppendDup(..)
+            | CursorCall::DeleteCurrent
+            | CursorCall::DeleteCurrentDuplicates
+    )
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let k = 0u8..15;
     let v = 0u8..10;
@@ -118,6 +162,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Abort),
         1 => Just(Op::OpenReader),
         1 => Just(Op::CheckReader),
+        10 => (0..2usize, read_call()).prop_map(|(slot, call)| Op::ReaderCursor { slot, call }),
     ]
 }
 
@@ -155,6 +200,11 @@ type CursorPair<E> = (
     <<E as RawEngine>::TxMut as RawTxMut>::CursorMut,
     EmulatedCursor<ModelStore>,
 );
+/// A read transaction's cursor and the model's.
+type ReaderCursorPair<E> = (
+    <<E as RawEngine>::Tx as RawTx>::Cursor,
+    EmulatedCursor<ModelStore>,
+);
 
 struct Harness<E: RawEngine> {
     engine: E,
@@ -162,6 +212,7 @@ struct Harness<E: RawEngine> {
     tx: Option<(E::TxMut, ModelTxMut)>,
     cursors: Vec<Option<CursorPair<E>>>,
     reader: Option<(E::Tx, ModelTx)>,
+    reader_cursors: Vec<Option<ReaderCursorPair<E>>>,
 }
 
 impl<E: RawEngine> Harness<E> {
@@ -177,6 +228,7 @@ impl<E: RawEngine> Harness<E> {
             tx,
             cursors: (0..SLOTS).map(|_| None).collect(),
             reader: None,
+            reader_cursors: vec![None, None],
         }
     }
 
@@ -275,7 +327,9 @@ impl<E: RawEngine> Harness<E> {
             Op::Cursor { slot, call } => self.cursor(*slot, call)?,
             Op::Commit => return self.end_tx(true),
             Op::Abort => return self.end_tx(false),
+            Op::ReaderCursor { slot, call } => self.reader_cursor(*slot, call)?,
             Op::OpenReader => {
+                self.reader_cursors.iter_mut().for_each(|c| *c = None);
                 self.reader = Some((
                     self.engine.begin_ro().map_err(|e| e.to_string())?,
                     self.model.begin_ro().map_err(|e| e.to_string())?,
@@ -310,20 +364,39 @@ impl<E: RawEngine> Harness<E> {
         out
     }
 
+    /// A read-only cursor call on the open read transaction (its snapshot never changes, so
+    /// every position is pinned as in a write transaction without writes).
+    fn reader_cursor(
+        &mut self,
+        slot: usize,
+        call: &CursorCall,
+    ) -> Result<(Outcome, Outcome), String> {
+        let t = table(slot == 1);
+        let dup = t.is_dupsort();
+        if is_dup_only(call) && !dup {
+            return Ok((Outcome::Skipped, Outcome::Skipped));
+        }
+        let Some((er, mr)) = &self.reader else {
+            return Ok((Outcome::Skipped, Outcome::Skipped));
+        };
+        if self.reader_cursors[slot].is_none() {
+            let ec = er.cursor(t).map_err(|e| format!("engine cursor: {e}"))?;
+            let mc = mr.cursor(t).map_err(|e| format!("model cursor: {e}"))?;
+            self.reader_cursors[slot] = Some((ec, mc));
+        }
+        let (ec, mc) = self.reader_cursors[slot].as_mut().expect("opened above");
+        if let Some(op) = relative_op(call)
+            && !mc.is_pinned(op)
+        {
+            return Ok((Outcome::Skipped, Outcome::Skipped));
+        }
+        Ok((run_read_call(ec, call, dup), run_read_call(mc, call, dup)))
+    }
+
     fn cursor(&mut self, slot: usize, call: &CursorCall) -> Result<(Outcome, Outcome), String> {
         let t = slot_table(slot);
         let dup = t.is_dupsort();
-        let dup_only = matches!(
-            call,
-            CursorCall::NextDup
-                | CursorCall::PrevDup
-                | CursorCall::NextNoDup
-                | CursorCall::LastDup
-                | CursorCall::SeekBySubkey(..)
-                | CursorCall::AppendDup(..)
-                | CursorCall::DeleteCurrentDuplicates
-        );
-        if dup_only && !dup {
+        if is_dup_only(call) && !dup {
             // reth's type system offers these only on dupsort tables.
             return Ok((Outcome::Skipped, Outcome::Skipped));
         }
@@ -338,19 +411,7 @@ impl<E: RawEngine> Harness<E> {
             self.cursors[slot] = Some((ec, mc));
         }
         let (ec, mc) = self.cursors[slot].as_mut().expect("opened above");
-        let relative = match call {
-            CursorCall::Next => Some(CursorOp::Next),
-            CursorCall::Prev => Some(CursorOp::Prev),
-            CursorCall::Current => Some(CursorOp::Current),
-            CursorCall::NextDup => Some(CursorOp::NextDup),
-            CursorCall::PrevDup => Some(CursorOp::PrevDup),
-            CursorCall::NextNoDup => Some(CursorOp::NextNoDup),
-            CursorCall::LastDup => Some(CursorOp::LastDup),
-            CursorCall::DeleteCurrent => Some(CursorOp::DeleteCurrent),
-            CursorCall::DeleteCurrentDuplicates => Some(CursorOp::DeleteCurrentDuplicates),
-            _ => None,
-        };
-        if let Some(op) = relative
+        if let Some(op) = relative_op(call)
             && !mc.is_pinned(op)
         {
             return Ok((Outcome::Skipped, Outcome::Skipped));
@@ -363,16 +424,7 @@ impl<E: RawEngine> Harness<E> {
             return Ok((Outcome::Skipped, Outcome::Skipped));
         }
         let out = (run_call(ec, call, dup), run_call(mc, call, dup));
-        let writes = matches!(
-            call,
-            CursorCall::Upsert(..)
-                | CursorCall::Insert(..)
-                | CursorCall::Append(..)
-                | CursorCall::AppendDup(..)
-                | CursorCall::DeleteCurrent
-                | CursorCall::DeleteCurrentDuplicates
-        );
-        if writes {
+        if is_write(call) {
             self.invalidate(t, Some(slot));
         }
         Ok(out)
@@ -387,10 +439,40 @@ fn slot_table(slot: usize) -> Tables {
     table(slot >= SLOTS / 2)
 }
 
-fn run_call<C: RawCursorMut>(c: &mut C, call: &CursorCall, dup: bool) -> Outcome {
+/// Calls reth offers only on dupsort tables.
+fn is_dup_only(call: &CursorCall) -> bool {
+    matches!(
+        call,
+        CursorCall::NextDup
+            | CursorCall::PrevDup
+            | CursorCall::NextNoDup
+            | CursorCall::LastDup
+            | CursorCall::SeekBySubkey(..)
+            | CursorCall::AppendDup(..)
+            | CursorCall::DeleteCurrentDuplicates
+    )
+}
+
+/// The relative move a call makes, whose outcome may be unpinned.
+fn relative_op(call: &CursorCall) -> Option<CursorOp> {
+    match call {
+        CursorCall::Next => Some(CursorOp::Next),
+        CursorCall::Prev => Some(CursorOp::Prev),
+        CursorCall::Current => Some(CursorOp::Current),
+        CursorCall::NextDup => Some(CursorOp::NextDup),
+        CursorCall::PrevDup => Some(CursorOp::PrevDup),
+        CursorCall::NextNoDup => Some(CursorOp::NextNoDup),
+        CursorCall::LastDup => Some(CursorOp::LastDup),
+        CursorCall::DeleteCurrent => Some(CursorOp::DeleteCurrent),
+        CursorCall::DeleteCurrentDuplicates => Some(CursorOp::DeleteCurrentDuplicates),
+        _ => None,
+    }
+}
+
+/// A read call on any cursor.
+fn run_read_call<C: RawCursor>(c: &mut C, call: &CursorCall, dup: bool) -> Outcome {
     let pair = |r: RawResult<Option<RawPair>>| outcome(r, Outcome::Pair);
     let val = |r: RawResult<Option<Vec<u8>>>| outcome(r, Outcome::Value);
-    let done = |r: RawResult<()>| outcome(r, |_| Outcome::Done);
     match call {
         CursorCall::First => pair(c.first()),
         CursorCall::Last => pair(c.last()),
@@ -404,12 +486,20 @@ fn run_call<C: RawCursorMut>(c: &mut C, call: &CursorCall, dup: bool) -> Outcome
         CursorCall::NextNoDup => pair(c.next_no_dup()),
         CursorCall::LastDup => val(c.last_dup()),
         CursorCall::SeekBySubkey(k, s) => val(c.seek_by_key_subkey(&key(dup, *k), &value(*s))),
+        _ => Outcome::Skipped,
+    }
+}
+
+fn run_call<C: RawCursorMut>(c: &mut C, call: &CursorCall, dup: bool) -> Outcome {
+    let done = |r: RawResult<()>| outcome(r, |_| Outcome::Done);
+    match call {
         CursorCall::Upsert(k, v) => done(c.upsert(&key(dup, *k), &value(*v))),
         CursorCall::Insert(k, v) => done(c.insert(&key(dup, *k), &value(*v))),
         CursorCall::Append(k, v) => done(c.append(&key(dup, *k), &value(*v))),
         CursorCall::AppendDup(k, v) => done(c.append_dup(&key(dup, *k), &value(*v))),
         CursorCall::DeleteCurrent => done(c.delete_current()),
         CursorCall::DeleteCurrentDuplicates => done(c.delete_current_duplicates()),
+        read => run_read_call(c, read, dup),
     }
 }
 
