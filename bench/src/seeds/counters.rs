@@ -154,6 +154,7 @@ pub fn run(
                 dir,
                 HybridOptions {
                     layout: Some(layout),
+                    ..Default::default()
                 },
             )?;
             run_engine(variant, &hybrid, config)

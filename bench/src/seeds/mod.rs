@@ -116,6 +116,7 @@ pub fn open_store(store: TrieStore, dir: &Path) -> Result<OpenStore, SeedError> 
                 dir,
                 HybridOptions {
                     layout: Some(layout),
+                    ..Default::default()
                 },
             )?;
             OpenStore::Hybrid(TypedDatabase::new(hybrid))

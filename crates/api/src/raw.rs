@@ -209,6 +209,25 @@ pub trait RawReplay: RawEngine<Tx: Clone> {
     /// the same state (they are absolute puts and deletes).
     fn apply_exported(&self, writes: &[u8]) -> RawResult<()>;
 
+    /// Whether `writes` may be applied with deferred durability
+    /// ([`RawReplay::apply_exported_deferred`]): a self-contained batch, small enough to be
+    /// kept as a row of the primary engine until the follower made it durable.
+    fn can_defer(_writes: &[u8]) -> bool {
+        false
+    }
+
+    /// Applies exported writes as one atomic step that later reads see at once but that
+    /// survives only a process crash, not power loss, until [`RawReplay::sync_applied`]. The
+    /// hybrid keeps the writes in the primary's commit until then.
+    fn apply_exported_deferred(&self, writes: &[u8]) -> RawResult<()> {
+        self.apply_exported(writes)
+    }
+
+    /// Makes every write applied so far durable (power loss included).
+    fn sync_applied(&self) -> RawResult<()> {
+        Ok(())
+    }
+
     /// Removes whatever exported writes left on disk (an engine may export large commits as
     /// files the payload names). Called once no intent can name them: after a commit's intent
     /// is cleared, and after recovery.

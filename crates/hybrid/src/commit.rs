@@ -2,13 +2,19 @@
 //!
 //! 1. Stamp the commit's sequence into both transactions (and, in the primary, the sequence of
 //!    the last commit that reached the follower).
-//! 2. If the follower has writes: export them and make them durable in the intent log.
+//! 2. If the follower has writes: export them and record them as the intent, either as a
+//!    pending row inside the primary's transaction (deferred: it becomes durable with step 3,
+//!    no fsync of its own) or in the intent log, fsynced (large commits, SST exports, or
+//!    `FollowerSync::EveryCommit`).
 //! 3. Commit the primary: **the decision**. From here the commit happened.
-//! 4. Apply the exported writes to the follower (one atomic, synced batch).
-//! 5. Clear the intent.
+//! 4. Apply the exported writes to the follower (one atomic batch: unsynced when deferred,
+//!    synced otherwise).
+//! 5. Retire the intent: clear the intent log; a pending row once the follower synced its WAL
+//!    (every few commits or about a second), deleted by the next commit's primary transaction.
 //!
 //! Recovery (`recovery.rs`) finishes step 4 from the intent when MDBX has decided and RocksDB has
-//! not, and discards an intent MDBX never decided.
+//! not (after a crash, or after power loss took RocksDB's unsynced WAL tail), and discards an
+//! intent MDBX never decided.
 //!
 //! Readers never wait for steps 2-5 and never see the gap between 3 and 4: before step 3 the
 //! commit publishes its follower writes frozen (the follower snapshot with the writes on top)
@@ -17,16 +23,19 @@
 //! write lock, and neither does I/O (`router::FollowerViews`).
 
 use crate::{
-    control::{FOLLOWER_SEQ_KEY, SEQ_KEY, put_u64},
+    control::{FOLLOWER_SEQ_KEY, SEQ_KEY, pending_key, put_bytes, put_u64},
     crash::crash_point,
     error::{HybridError, injected},
     fault::{fault_point, stall_point},
-    intent_log::Intent,
+    intent_log::{self, Intent},
     metrics::{self, Phase},
-    router::{FollowerViews, HybridTxMut},
+    router::{CommitState, FollowerSync, FollowerViews, HybridInner, HybridTxMut},
 };
 use parking_lot::RwLock;
-use reth_hybrid_api::raw::{RawEngine, RawReplay, RawTx};
+use reth_hybrid_api::{
+    Tables,
+    raw::{RawEngine, RawReplay, RawTx, RawTxMut},
+};
 use std::{sync::atomic::Ordering, time::Instant};
 
 /// Poisons the handle if the commit unwinds (a panic) between publishing its pending view and
@@ -72,10 +81,19 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
     }
     let seq = state.seq + 1;
     put_u64(&primary, SEQ_KEY, seq)?;
+    // Pending rows of commits RocksDB has synced are needed by nothing: this commit deletes them.
+    let retired = state
+        .pending_rows
+        .iter()
+        .take_while(|s| **s <= state.durable_follower_seq)
+        .count();
+    for s in &state.pending_rows[..retired] {
+        primary.delete(Tables::Metadata, pending_key(*s).as_bytes(), None)?;
+    }
     // Once dirty, a transaction stays dirty, and after `freeze` every write is refused: a write
     // racing the commit from another thread's cursor is in the frozen view (and so in the
     // payload), refused, or (into a transaction found clean) makes the commit fail below.
-    let (intent, frozen) = if F::is_dirty(&follower) {
+    let (intent, frozen, deferred) = if F::is_dirty(&follower) {
         put_u64(&follower, SEQ_KEY, seq)?;
         put_u64(&primary, FOLLOWER_SEQ_KEY, seq)?;
         // ORDER: frozen before the export, so the view readers get and the payload RocksDB
@@ -86,13 +104,25 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
             prev_follower_seq: state.follower_seq,
             payload: F::export_writes(&frozen)?,
         };
-        // ORDER: the intent is durable before the decision. A crash here leaves an intent whose
-        // sequence MDBX never recorded; recovery discards it.
-        let started = Instant::now();
-        db.intent.write(&intent)?;
-        metrics::phase(Phase::Intent, started.elapsed());
+        let deferred = match db.follower_sync {
+            FollowerSync::Deferred { max_row_bytes, .. } => {
+                intent.payload.len() <= max_row_bytes && F::can_defer(&intent.payload)
+            }
+            FollowerSync::EveryCommit => false,
+        };
+        if deferred {
+            // ORDER: the intent rides in the decision commit, so it is durable exactly when
+            // MDBX decides; a crash before leaves neither.
+            put_bytes(&primary, &pending_key(seq), intent_log::encode(&intent))?;
+        } else {
+            // ORDER: the intent is durable before the decision. A crash here leaves an intent
+            // whose sequence MDBX never recorded; recovery discards it.
+            let started = Instant::now();
+            db.intent.write(&intent)?;
+            metrics::phase(Phase::Intent, started.elapsed());
+        }
         crash_point!(AfterIntentWrite);
-        (Some(intent), Some(frozen))
+        (Some(intent), Some(frozen), deferred)
     } else {
         stall_point!(AfterCleanCheck, &db.datadir);
         // Frozen rather than aborted: this releases RocksDB's writer lock even if a cursor of
@@ -101,7 +131,7 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         if F::holds_writes(&frozen) {
             return Err(HybridError::RacingWrite { seq });
         }
-        (None, None)
+        (None, None, false)
     };
     // From the publication of the pending view to its retirement, a panic must poison.
     let _unwind = PoisonOnUnwind::new(&db.poisoned, seq);
@@ -132,7 +162,10 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
             let started = Instant::now();
             let applied = fault_point!(FollowerApply, &db.datadir)
                 .map_err(|e| injected("rocksdb", e))
-                .and_then(|()| db.follower.apply_exported(&intent.payload));
+                .and_then(|()| match deferred {
+                    true => db.follower.apply_exported_deferred(&intent.payload),
+                    false => db.follower.apply_exported(&intent.payload),
+                });
             metrics::phase(Phase::Follower, started.elapsed());
             if let Err(source) = applied {
                 // Readers already open keep their consistent views (the pending one included);
@@ -168,9 +201,20 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         }
     }
     state.seq = seq;
+    state.pending_rows.drain(..retired);
     metrics::commit(intent.is_some());
-    if let Some(intent) = intent {
+    if deferred {
+        state.follower_seq = seq;
+        state.pending_rows.push(seq);
+        state.unsynced += 1;
+        state.unsynced_since.get_or_insert_with(Instant::now);
+    } else if let Some(intent) = intent {
         state.follower_seq = intent.seq;
+        // An SST ingestion does not sync the WAL that earlier deferred commits wrote.
+        if state.unsynced > 0 {
+            sync_follower(&db, &mut state, seq)?;
+        }
+        state.durable_follower_seq = seq;
         // ORDER: clearing last. A crash before it leaves an intent both engines already hold;
         // recovery sees the follower at the intent's sequence and just clears it.
         let started = Instant::now();
@@ -190,6 +234,43 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         metrics::phase(Phase::ClearIntent, started.elapsed());
         crash_point!(AfterIntentClear);
     }
+    if let FollowerSync::Deferred {
+        max_commits,
+        max_delay,
+        ..
+    } = db.follower_sync
+        && state.unsynced > 0
+        && (state.unsynced >= max_commits
+            || state
+                .unsynced_since
+                .is_some_and(|t| t.elapsed() >= max_delay))
+    {
+        sync_follower(&db, &mut state, seq)?;
+        // The deferred commits' pending rows are retired (the next commit deletes them).
+        crash_point!(AfterIntentClear);
+    }
+    Ok(())
+}
+
+/// Syncs RocksDB's WAL: every deferred commit so far becomes durable there. A failure poisons
+/// the handle: the rows stay in MDBX, and the next open replays whatever RocksDB lost.
+fn sync_follower<P: RawEngine, F: RawReplay>(
+    db: &HybridInner<P, F>,
+    state: &mut CommitState,
+    seq: u64,
+) -> Result<(), HybridError> {
+    let started = Instant::now();
+    let synced = fault_point!(FollowerSync, &db.datadir)
+        .map_err(|e| injected("rocksdb", e))
+        .and_then(|()| db.follower.sync_applied());
+    metrics::phase(Phase::FollowerSync, started.elapsed());
+    if let Err(source) = synced {
+        poison(&db.poisoned, &db.views, seq);
+        return Err(HybridError::FollowerSync { seq, source });
+    }
+    state.durable_follower_seq = state.follower_seq;
+    state.unsynced = 0;
+    state.unsynced_since = None;
     Ok(())
 }
 

@@ -14,6 +14,63 @@ pub const SEQ_KEY: &str = "reth_hybrid.commit_seq";
 /// In the primary: the last commit whose writes went to the follower.
 pub const FOLLOWER_SEQ_KEY: &str = "reth_hybrid.follower_seq";
 
+/// In the primary: a deferred commit's RocksDB writes (an intent record, framed and checksummed
+/// as in the intent log), kept until RocksDB synced them. The 20-digit sequence makes the keys
+/// sort by sequence.
+pub const PENDING_KEY_PREFIX: &str = "reth_hybrid.pending.";
+
+pub fn pending_key(seq: u64) -> String {
+    format!("{PENDING_KEY_PREFIX}{seq:020}")
+}
+
+/// A pending row as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingRow {
+    /// The sequence its key names (`None`: an unreadable key).
+    pub seq: Option<u64>,
+    pub key: String,
+    /// The intent record's bytes.
+    pub record: Vec<u8>,
+}
+
+/// Every pending row, by sequence.
+pub fn pending_rows<X: RawTx>(tx: &X) -> RawResult<Vec<PendingRow>> {
+    let mut cursor = tx.cursor(Tables::Metadata)?;
+    let mut next = cursor.seek(PENDING_KEY_PREFIX.as_bytes())?;
+    let mut rows = Vec::new();
+    while let Some((key, raw)) = next {
+        let Some(suffix) = key.strip_prefix(PENDING_KEY_PREFIX.as_bytes()) else {
+            break;
+        };
+        let key = String::from_utf8_lossy(&key).into_owned();
+        let seq = std::str::from_utf8(suffix)
+            .ok()
+            .filter(|s| s.len() == 20)
+            .and_then(|s| s.parse().ok());
+        let bytes =
+            Vec::<u8>::decompress(&raw).map_err(|_| reth_hybrid_api::DatabaseError::Decode {
+                table: "Metadata",
+                what: "value",
+                key: key.clone(),
+            })?;
+        rows.push(PendingRow {
+            seq,
+            key,
+            record: bytes,
+        });
+        next = cursor.next()?;
+    }
+    Ok(rows)
+}
+
+/// The sequences of the pending rows (ascending); unreadable keys are left out.
+pub fn pending_seqs<X: RawTx>(tx: &X) -> RawResult<Vec<u64>> {
+    Ok(pending_rows(tx)?
+        .into_iter()
+        .filter_map(|row| row.seq)
+        .collect())
+}
+
 pub fn get_bytes<X: RawTx>(tx: &X, key: &str) -> RawResult<Option<Vec<u8>>> {
     match tx.get(Tables::Metadata, key.as_bytes())? {
         None => Ok(None),

@@ -119,6 +119,38 @@ pub enum HybridError {
         source: DatabaseError,
     },
     #[error(
+        "recovery could not replay deferred commit {seq} from MDBX's pending row into RocksDB \
+         ({source}); the row was kept, so nothing is lost: fix the cause (disk space, device), \
+         then open the database again"
+    )]
+    ReplayDeferred {
+        seq: u64,
+        #[source]
+        source: DatabaseError,
+    },
+    #[error(
+        "MDBX's pending row {key} is damaged ({detail}), but it is the only copy of RocksDB's \
+         writes of a commit MDBX decided (MDBX is at follower commit {decided}, RocksDB at \
+         {applied}). Nothing was changed: restore the whole datadir from one backup taken while \
+         reth was stopped"
+    )]
+    PendingRowDamaged {
+        key: String,
+        detail: String,
+        decided: u64,
+        applied: u64,
+    },
+    #[error(
+        "RocksDB could not sync its WAL after commit {seq} ({source}); its last commits are kept \
+         in MDBX, so nothing is lost, but reads and writes are refused from now on. Fix the cause \
+         (disk space, device), then reopen the database: recovery replays what RocksDB lost"
+    )]
+    FollowerSync {
+        seq: u64,
+        #[source]
+        source: DatabaseError,
+    },
+    #[error(
         "commit {seq} failed after MDBX may have decided it, so RocksDB may lack its writes; \
          this handle refuses reads and writes: reopen the database to recover (recovery \
          finishes or discards the commit)"

@@ -19,6 +19,8 @@ pub enum FaultPoint {
     PrimaryCommit,
     /// Applying the intent to RocksDB (in a commit after MDBX decided, or in recovery's replay).
     FollowerApply,
+    /// Syncing RocksDB's WAL after deferred commits (`FollowerSync::Deferred`).
+    FollowerSync,
     /// Right before MDBX's decision commit, after the commit published its pending view. A stall
     /// point only ([`arm_stall`]): no fault fires here, so it is not in [`FaultPoint::ALL`].
     BeforeDecision,
@@ -27,11 +29,12 @@ pub enum FaultPoint {
 }
 
 impl FaultPoint {
-    pub const ALL: [FaultPoint; 4] = [
+    pub const ALL: [FaultPoint; 5] = [
         FaultPoint::IntentWrite,
         FaultPoint::IntentFsync,
         FaultPoint::PrimaryCommit,
         FaultPoint::FollowerApply,
+        FaultPoint::FollowerSync,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,6 +43,7 @@ impl FaultPoint {
             FaultPoint::IntentFsync => "IntentFsync",
             FaultPoint::PrimaryCommit => "PrimaryCommit",
             FaultPoint::FollowerApply => "FollowerApply",
+            FaultPoint::FollowerSync => "FollowerSync",
             FaultPoint::BeforeDecision => "BeforeDecision",
             FaultPoint::AfterCleanCheck => "AfterCleanCheck",
         }

@@ -23,5 +23,6 @@ pub use error::HybridError;
 pub use layout::{CONTROL_KEY_PREFIX, Layout};
 pub use recovery::{Recovered, RecoveryAction};
 pub use router::{
-    HybridDb, HybridOptions, HybridTx, HybridTxMut, INTENT_LOG_FILE, Metered, Routed,
+    FOLLOWER_SYNC_ENV, FollowerSync, HybridDb, HybridOptions, HybridTx, HybridTxMut,
+    INTENT_LOG_FILE, Metered, Routed,
 };

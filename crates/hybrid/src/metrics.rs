@@ -90,6 +90,8 @@ pub enum Phase {
     Primary,
     Follower,
     ClearIntent,
+    /// RocksDB's WAL sync after deferred commits.
+    FollowerSync,
 }
 
 impl Phase {
@@ -99,6 +101,7 @@ impl Phase {
             Phase::Primary => "mdbx_commit",
             Phase::Follower => "rocksdb_apply",
             Phase::ClearIntent => "intent_clear",
+            Phase::FollowerSync => "rocksdb_wal_sync",
         }
     }
 }

@@ -3,7 +3,7 @@
 //! intent log, no MDBX table created, no intent replayed or discarded).
 
 use crate::{
-    control::{FOLLOWER_SEQ_KEY, SEQ_KEY, get_bytes, get_u64, has_user_rows},
+    control::{SEQ_KEY, get_bytes, get_u64, has_user_rows},
     error::HybridError,
     intent_log::IntentLog,
     layout::{LAYOUT_KEY, Layout, MIGRATION_STATE_FILE},
@@ -70,23 +70,27 @@ pub fn check<P: RawEngine, F: RawEngine>(
         }
     }
     let intent = IntentLog::new(datadir.join(INTENT_LOG_FILE));
-    let recorded = match metadata {
-        Some(tx) => get_u64(tx, FOLLOWER_SEQ_KEY)?,
-        None => 0,
-    };
     let actual = match &ftx {
         Some(tx) => get_u64(tx, SEQ_KEY)?,
         None => 0,
     };
-    check_sequences(recorded, actual, &intent)?;
+    check_sequences(metadata, actual, &intent)?;
     Ok(layout)
 }
 
-/// Refuses what recovery would refuse, without doing what it would do: `recorded` is the
-/// primary's `follower_seq`, `actual` the follower's `commit_seq`. Recovery's own read-only
-/// decision (`recovery::plan`), so the two cannot disagree.
-pub fn check_sequences(recorded: u64, actual: u64, intent: &IntentLog) -> Result<(), HybridError> {
-    recovery::plan(recorded, actual, intent).map(|_| ())
+/// Refuses what recovery would refuse, without doing what it would do: `primary` is a read
+/// transaction of the primary (its `follower_seq` and pending rows; `None` for a primary without
+/// `Metadata`), `actual` the follower's `commit_seq`. Recovery's own read-only decision
+/// (`recovery::plan`), so the two cannot disagree.
+pub fn check_sequences<X: RawTx>(
+    primary: Option<&X>,
+    actual: u64,
+    intent: &IntentLog,
+) -> Result<(), HybridError> {
+    match primary {
+        Some(tx) => recovery::plan_for(tx, actual, intent).map(|_| ()),
+        None => recovery::plan(0, actual, &[], intent).map(|_| ()),
+    }
 }
 
 /// Refuses a datadir reth marked as storage v2 in `Metadata`.

@@ -4,13 +4,16 @@
 //! second run finds nothing to do.
 
 use crate::{
-    control::{FOLLOWER_SEQ_KEY, SEQ_KEY, get_u64},
+    control::{FOLLOWER_SEQ_KEY, PendingRow, SEQ_KEY, get_u64, pending_rows},
     crash::crash_point,
     error::{HybridError, injected},
     fault::fault_point,
-    intent_log::{Damage, Decoded, IntentLog},
+    intent_log::{Damage, Decoded, Intent, IntentLog},
 };
-use reth_hybrid_api::raw::{RawEngine, RawReplay, RawTx};
+use reth_hybrid_api::{
+    Tables,
+    raw::{RawEngine, RawReplay, RawTx},
+};
 
 /// What recovery did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +29,9 @@ pub enum RecoveryAction {
     ClearedApplied { seq: u64 },
     /// MDBX had committed, RocksDB had not: the intent was replayed into RocksDB.
     Replayed { seq: u64 },
+    /// RocksDB had lost deferred commits (power loss before its WAL sync): `commits` of them,
+    /// up to `last`, were replayed from MDBX's pending rows.
+    ReplayedDeferred { commits: u64, last: u64 },
 }
 
 /// Sequences after recovery.
@@ -36,7 +42,16 @@ pub struct Recovered {
     pub action: RecoveryAction,
 }
 
-/// What recovery will do, decided before anything changes.
+/// What recovery will do, decided before anything changes: replay the deferred commits RocksDB
+/// lost (in order), then settle the intent log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryPlan {
+    /// Decided commits whose RocksDB writes are only in MDBX's pending rows.
+    pub deferred: Vec<Intent>,
+    pub intent: Plan,
+}
+
+/// What recovery does with the intent log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
     /// Nothing to do.
@@ -48,9 +63,90 @@ pub enum Plan {
     Replay { seq: u64, payload: Vec<u8> },
 }
 
-/// Decides what recovery does, reading only. `decided` is MDBX's `follower_seq` (the last commit
-/// MDBX decided that wrote to RocksDB), `applied` RocksDB's `commit_seq`. Every refusal is
-/// returned from here, so a refused open leaves the intent log byte-identical.
+/// Decides what recovery does, reading only: `decided` is MDBX's `follower_seq` (the last commit
+/// MDBX decided that wrote to RocksDB), `applied` RocksDB's `commit_seq`, `pending` MDBX's pending
+/// rows. Every refusal is returned from here, so a refused open changes nothing.
+///
+/// First the deferred commits RocksDB lacks: from `applied` on, each pending
+/// row (`control::pending_rows`) that continues the chain (its `prev_follower_seq` is where
+/// RocksDB stands) is replayed. A damaged row that a decided commit needs is refused, as a
+/// damaged intent is; rows RocksDB already holds are stale and ignored. Then [`plan_intent`]
+/// from where that chain ends.
+pub fn plan(
+    decided: u64,
+    applied: u64,
+    pending: &[PendingRow],
+    intent: &IntentLog,
+) -> Result<RecoveryPlan, HybridError> {
+    let mut deferred = Vec::new();
+    let mut at = applied;
+    for PendingRow { seq, key, record } in pending {
+        let Some(seq) = *seq else { continue };
+        if seq <= at || at >= decided {
+            continue;
+        }
+        match crate::intent_log::decode(record) {
+            Decoded::Record(i) if i.seq == seq && i.prev_follower_seq == at => {
+                at = i.seq;
+                deferred.push(i);
+            }
+            Decoded::Record(i) if i.seq == seq && i.prev_follower_seq > at => {
+                return Err(HybridError::FollowerBehind {
+                    primary: decided,
+                    follower: applied,
+                });
+            }
+            Decoded::Record(i) if i.seq == seq => {
+                return Err(HybridError::FollowerAhead {
+                    primary: decided,
+                    follower: applied,
+                });
+            }
+            Decoded::Record(i) => {
+                return Err(HybridError::PendingRowDamaged {
+                    key: key.clone(),
+                    detail: format!("it holds the record of commit {}", i.seq),
+                    decided,
+                    applied,
+                });
+            }
+            Decoded::Empty => {
+                return Err(HybridError::PendingRowDamaged {
+                    key: key.clone(),
+                    detail: "it is empty".into(),
+                    decided,
+                    applied,
+                });
+            }
+            Decoded::Damaged { offset, damage, .. } => {
+                return Err(HybridError::PendingRowDamaged {
+                    key: key.clone(),
+                    detail: format!("{damage}; byte {offset}"),
+                    decided,
+                    applied,
+                });
+            }
+        }
+    }
+    Ok(RecoveryPlan {
+        deferred,
+        intent: plan_intent(decided, at, intent)?,
+    })
+}
+
+/// [`plan`] for a primary read transaction: its `follower_seq` and pending rows.
+pub fn plan_for<X: RawTx>(
+    primary: &X,
+    applied: u64,
+    intent: &IntentLog,
+) -> Result<RecoveryPlan, HybridError> {
+    let decided = get_u64(primary, FOLLOWER_SEQ_KEY)?;
+    plan(decided, applied, &pending_rows(primary)?, intent)
+}
+
+/// What to do with the intent log once RocksDB holds follower commit `applied`; `decided` is
+/// MDBX's `follower_seq`. Every refusal is returned from here, so a refused open leaves the
+/// intent log byte-identical.
 ///
 /// A record that does not decode is dropped as a torn tail only if no decided commit needs it:
 /// RocksDB already holds commit `decided`, so whatever the bytes were (the torn write of a
@@ -59,7 +155,7 @@ pub enum Plan {
 /// missing writes and recovery refuses (`DecidedIntentDamaged`). A checksum mismatch in a
 /// complete record is refused even when nothing needs it: that is the disk changing bytes, which
 /// the operator must hear about.
-pub fn plan(decided: u64, applied: u64, intent: &IntentLog) -> Result<Plan, HybridError> {
+pub fn plan_intent(decided: u64, applied: u64, intent: &IntentLog) -> Result<Plan, HybridError> {
     let in_step = || {
         if applied < decided {
             Err(HybridError::FollowerBehind {
@@ -137,9 +233,19 @@ pub fn recover<P: RawEngine, F: RawReplay>(
 ) -> Result<Recovered, HybridError> {
     let ptx = primary.begin_ro()?;
     let (seq, follower_seq) = (get_u64(&ptx, SEQ_KEY)?, get_u64(&ptx, FOLLOWER_SEQ_KEY)?);
-    ptx.abort();
     let applied = get_follower_seq(follower)?;
-    let action = match plan(follower_seq, applied, intent)? {
+    let pending = match primary.has_table(Tables::Metadata) {
+        true => pending_rows(&ptx)?,
+        false => Vec::new(),
+    };
+    let planned = plan(follower_seq, applied, &pending, intent)?;
+    ptx.abort();
+    let replayed_deferred = replay_deferred(follower, &planned.deferred, intent.dir())?;
+    let action = match planned.intent {
+        Plan::Clean if replayed_deferred > 0 => RecoveryAction::ReplayedDeferred {
+            commits: replayed_deferred,
+            last: planned.deferred.last().map_or(0, |i| i.seq),
+        },
         Plan::Clean => RecoveryAction::Clean,
         Plan::Clear(action) => {
             if let RecoveryAction::DroppedTornTail { bytes } = action {
@@ -184,6 +290,41 @@ pub fn recover<P: RawEngine, F: RawReplay>(
         action,
     })
 }
+/// Replays deferred commits from MDBX's pending rows, in order, each synced. A crash in between
+/// resumes from the commit RocksDB reached (the rows stay until a later commit finds them
+/// durable); a failed replay changes nothing in MDBX.
+fn replay_deferred<F: RawReplay>(
+    follower: &F,
+    deferred: &[Intent],
+    datadir: &std::path::Path,
+) -> Result<u64, HybridError> {
+    for record in deferred {
+        fault_point!(FollowerApply, datadir)
+            .map_err(|e| injected("rocksdb", e))
+            .and_then(|()| follower.apply_exported(&record.payload))
+            .map_err(|source| HybridError::ReplayDeferred {
+                seq: record.seq,
+                source,
+            })?;
+        crash_point!(RecoveryAfterReplay);
+        let now = get_follower_seq(follower)?;
+        if now != record.seq {
+            return Err(HybridError::FollowerBehind {
+                primary: record.seq,
+                follower: now,
+            });
+        }
+    }
+    if !deferred.is_empty() {
+        tracing::warn!(
+            commits = deferred.len(),
+            last = deferred.last().map_or(0, |i| i.seq),
+            "RocksDB had lost deferred commits (power loss before its WAL sync?); replayed them from MDBX"
+        );
+    }
+    Ok(deferred.len() as u64)
+}
+
 fn get_follower_seq<F: RawEngine>(follower: &F) -> Result<u64, HybridError> {
     let ftx = follower.begin_ro()?;
     let s = get_u64(&ftx, SEQ_KEY)?;

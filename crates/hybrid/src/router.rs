@@ -35,11 +35,82 @@ pub const INTENT_LOG_FILE: &str = "hybrid-intent.log";
 pub struct HybridOptions {
     /// The layout to use. For a datadir that already has one, it must match (or be `None`).
     pub layout: Option<Layout>,
+    /// When a commit's RocksDB writes become durable.
+    pub follower_sync: FollowerSync,
+}
+
+/// When a commit's RocksDB writes become durable. Either way every commit is all-or-nothing
+/// after a crash or power loss, and a RocksDB that fell behind is replayed or refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowerSync {
+    /// Each commit that writes to RocksDB fsyncs the intent log, commits MDBX and writes
+    /// RocksDB synced: three durable writes per commit.
+    EveryCommit,
+    /// A commit's RocksDB writes (up to `max_row_bytes`) ride in MDBX's decision commit as a
+    /// pending row in `Metadata`; RocksDB applies them without an fsync and syncs its WAL every
+    /// `max_commits` such commits or after `max_delay`, after which the next commit deletes
+    /// the rows. One durable write per commit; recovery replays the rows RocksDB lost.
+    /// Larger commits, and commits RocksDB exports as files, take the `EveryCommit` path.
+    Deferred {
+        max_commits: u32,
+        max_delay: std::time::Duration,
+        max_row_bytes: usize,
+    },
+}
+
+impl Default for FollowerSync {
+    /// Deferred: at reth's pace (a commit every few blocks) RocksDB's WAL is synced about once a
+    /// second, and no pending row is larger than 16 MiB.
+    fn default() -> Self {
+        FollowerSync::Deferred {
+            max_commits: 64,
+            max_delay: std::time::Duration::from_secs(1),
+            max_row_bytes: 16 << 20,
+        }
+    }
+}
+
+/// Environment variable a node reads to pick [`FollowerSync`] (`deferred` or `every-commit`).
+pub const FOLLOWER_SYNC_ENV: &str = "RETH_HYBRID_ROCKSDB_SYNC";
+
+impl FollowerSync {
+    /// The mode `RETH_HYBRID_ROCKSDB_SYNC` names, or the default when it is not set.
+    pub fn from_env() -> Result<Self, String> {
+        match std::env::var(FOLLOWER_SYNC_ENV) {
+            Ok(value) => value
+                .parse()
+                .map_err(|e| format!("{FOLLOWER_SYNC_ENV}: {e}")),
+            Err(_) => Ok(Self::default()),
+        }
+    }
+}
+
+impl std::str::FromStr for FollowerSync {
+    type Err = String;
+
+    /// `every-commit` or `deferred` (the default settings).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "every-commit" => Ok(FollowerSync::EveryCommit),
+            "deferred" => Ok(FollowerSync::default()),
+            other => Err(format!(
+                "unknown RocksDB sync mode {other:?}; use `deferred` (the default) or `every-commit`"
+            )),
+        }
+    }
 }
 
 pub(crate) struct CommitState {
     pub(crate) seq: u64,
     pub(crate) follower_seq: u64,
+    /// RocksDB's writes are durable up to this follower commit.
+    pub(crate) durable_follower_seq: u64,
+    /// Sequences of the pending rows MDBX holds (ascending); those at or below
+    /// `durable_follower_seq` are deleted by the next commit.
+    pub(crate) pending_rows: Vec<u64>,
+    /// Deferred commits RocksDB has not synced yet, and when the oldest of them was applied.
+    pub(crate) unsynced: u32,
+    pub(crate) unsynced_since: Option<std::time::Instant>,
 }
 
 /// The follower snapshots a new reader can be given, one per follower commit MDBX may show it.
@@ -65,7 +136,7 @@ impl<T: Clone> FollowerViews<T> {
     }
 }
 
-pub(crate) struct HybridInner<P, F: RawEngine> {
+pub(crate) struct HybridInner<P, F: RawReplay> {
     pub(crate) primary: P,
     pub(crate) follower: F,
     pub(crate) layout: Layout,
@@ -81,14 +152,27 @@ pub(crate) struct HybridInner<P, F: RawEngine> {
     pub(crate) writer: Arc<Mutex<()>>,
     pub(crate) datadir: PathBuf,
     pub(crate) recovered: Recovered,
+    pub(crate) follower_sync: FollowerSync,
+}
+
+impl<P, F: RawReplay> Drop for HybridInner<P, F> {
+    /// A clean close leaves RocksDB's deferred writes durable (their pending rows, kept in
+    /// MDBX, are deleted by the next open's first commit).
+    fn drop(&mut self) {
+        if self.state.get_mut().unsynced > 0
+            && let Err(e) = self.follower.sync_applied()
+        {
+            tracing::warn!(error = %e, "could not sync RocksDB's WAL at close; the next open replays its deferred commits from MDBX if needed");
+        }
+    }
 }
 
 /// The hybrid database.
-pub struct HybridDb<P, F: RawEngine> {
+pub struct HybridDb<P, F: RawReplay> {
     pub(crate) inner: Arc<HybridInner<P, F>>,
 }
 
-impl<P, F: RawEngine> Clone for HybridDb<P, F> {
+impl<P, F: RawReplay> Clone for HybridDb<P, F> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
@@ -96,7 +180,7 @@ impl<P, F: RawEngine> Clone for HybridDb<P, F> {
     }
 }
 
-impl<P: RawEngine, F: RawEngine> std::fmt::Debug for HybridDb<P, F> {
+impl<P: RawEngine, F: RawReplay> std::fmt::Debug for HybridDb<P, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HybridDb")
             .field("datadir", &self.inner.datadir)
@@ -169,6 +253,20 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
         let intent = IntentLog::new(datadir.join(INTENT_LOG_FILE));
         let recovered = recover(&primary, &follower, &intent)?;
         intent.ensure_durable_file()?;
+        // A process killed with deferred commits left them in RocksDB's WAL in the page cache,
+        // not on disk: sync before their pending rows count as droppable.
+        let pending_rows = match primary.has_table(Tables::Metadata) {
+            true => {
+                let tx = primary.begin_ro()?;
+                let seqs = crate::control::pending_seqs(&tx)?;
+                tx.abort();
+                seqs
+            }
+            false => Vec::new(),
+        };
+        if !pending_rows.is_empty() {
+            follower.sync_applied()?;
+        }
         let layout = settle_layout(&primary, &follower, options.layout)?;
         // After recovery the follower holds every decided commit: its snapshot is the view of
         // MDBX's current `follower_seq`.
@@ -182,7 +280,12 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
                 state: Mutex::new(CommitState {
                     seq: recovered.seq,
                     follower_seq: recovered.follower_seq,
+                    durable_follower_seq: recovered.follower_seq,
+                    pending_rows,
+                    unsynced: 0,
+                    unsynced_since: None,
                 }),
+                follower_sync: options.follower_sync,
                 primary,
                 follower,
                 layout,
@@ -197,6 +300,11 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
 
     pub fn layout(&self) -> &Layout {
         &self.inner.layout
+    }
+
+    /// When this handle makes a commit's RocksDB writes durable.
+    pub fn follower_sync(&self) -> FollowerSync {
+        self.inner.follower_sync
     }
 
     /// What recovery did when this handle opened.

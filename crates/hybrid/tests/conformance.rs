@@ -16,6 +16,7 @@ fn open(dir: &Path, layout: Layout) -> common::Db {
         dir,
         HybridOptions {
             layout: Some(layout),
+            ..HybridOptions::default()
         },
     )
     .expect("hybrid")

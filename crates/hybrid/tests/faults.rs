@@ -3,14 +3,16 @@
 //! commit must return an error naming the step and the errno, leave no torn commit (each commit
 //! in both engines or in neither), refuse reads and writes when MDBX may have decided, and the
 //! reopened datadir must hold every acknowledged commit, and the failed one exactly when MDBX
-//! decided it.
+//! decided it. Both ways RocksDB's writes become durable are tested: `EveryCommit` (the
+//! intent log and a synced RocksDB write) and `Deferred` (the pending row in MDBX's commit, an
+//! unsynced RocksDB write, a WAL sync after every commit here).
 
 mod common;
 
-use common::{Db, open, visible, write_commit};
+use common::{Db, open, open_with, visible, write_commit};
 use reth_hybrid_api::raw::{RawEngine, RawTx};
 use reth_hybrid_hybrid::{
-    HybridError, INTENT_LOG_FILE, RecoveryAction,
+    FollowerSync, HybridError, INTENT_LOG_FILE, RecoveryAction,
     fault::{self, Fault, FaultPoint},
 };
 use std::{fs, path::Path};
@@ -37,6 +39,7 @@ fn step_named(point: FaultPoint) -> &'static str {
         FaultPoint::IntentFsync => "could not fsync intent log",
         FaultPoint::PrimaryCommit => "MDBX's commit of sequence 3 reported an error",
         FaultPoint::FollowerApply => "RocksDB could not apply commit 3 after MDBX decided it",
+        FaultPoint::FollowerSync => "RocksDB could not sync its WAL after commit 3",
         FaultPoint::BeforeDecision | FaultPoint::AfterCleanCheck => {
             unreachable!("a stall point only, not in FaultPoint::ALL")
         }
@@ -45,11 +48,33 @@ fn step_named(point: FaultPoint) -> &'static str {
 
 /// Whether MDBX decided the commit when the fault hit (so recovery must finish it).
 fn decided(point: FaultPoint) -> bool {
-    matches!(point, FaultPoint::PrimaryCommit | FaultPoint::FollowerApply)
+    matches!(
+        point,
+        FaultPoint::PrimaryCommit | FaultPoint::FollowerApply | FaultPoint::FollowerSync
+    )
 }
 
-fn fault_case(dir: &Path, point: FaultPoint, fault: Fault) {
-    let context = format!("{}/{fault:?}", point.name());
+/// The fault points a commit passes in each mode.
+fn points(sync: FollowerSync) -> Vec<FaultPoint> {
+    match sync {
+        FollowerSync::EveryCommit => vec![
+            FaultPoint::IntentWrite,
+            FaultPoint::IntentFsync,
+            FaultPoint::PrimaryCommit,
+            FaultPoint::FollowerApply,
+        ],
+        FollowerSync::Deferred { .. } => vec![
+            FaultPoint::PrimaryCommit,
+            FaultPoint::FollowerApply,
+            FaultPoint::FollowerSync,
+        ],
+    }
+}
+
+fn fault_case(dir: &Path, sync: FollowerSync, point: FaultPoint, fault: Fault) {
+    let deferred = matches!(sync, FollowerSync::Deferred { .. });
+    let context = format!("{}/{fault:?} deferred={deferred}", point.name());
+    let open = |dir: &Path, layout| open_with(dir, layout, sync);
     let db = open(dir, None).expect("open");
     commit(&db, 1).expect("commit 1");
     commit(&db, 2).expect("commit 2");
@@ -90,14 +115,27 @@ fn fault_case(dir: &Path, point: FaultPoint, fault: Fault) {
     drop(db);
 
     let db = open(dir, None).unwrap_or_else(|e| panic!("{context}: reopen failed: {e}"));
-    match (point, &db.recovered().action) {
-        (FaultPoint::IntentWrite, RecoveryAction::DroppedTornTail { bytes }) if *bytes > 0 => {}
-        (FaultPoint::IntentFsync, RecoveryAction::DiscardedUndecided { seq: 3 }) => {}
+    match (deferred, point, &db.recovered().action) {
+        (false, FaultPoint::IntentWrite, RecoveryAction::DroppedTornTail { bytes })
+            if *bytes > 0 => {}
+        (false, FaultPoint::IntentFsync, RecoveryAction::DiscardedUndecided { seq: 3 }) => {}
         (
+            false,
             FaultPoint::PrimaryCommit | FaultPoint::FollowerApply,
             RecoveryAction::Replayed { seq: 3 },
         ) => {}
-        (_, other) => panic!("{context}: unexpected recovery {other:?}"),
+        // RocksDB never got commit 3: replayed from MDBX's pending row.
+        (
+            true,
+            FaultPoint::PrimaryCommit | FaultPoint::FollowerApply,
+            RecoveryAction::ReplayedDeferred {
+                commits: 1,
+                last: 3,
+            },
+        ) => {}
+        // RocksDB applied commit 3 (its WAL survived the process); only the sync failed.
+        (true, FaultPoint::FollowerSync, RecoveryAction::Clean) => {}
+        (_, _, other) => panic!("{context}: unexpected recovery {other:?}"),
     }
     let expected: Vec<u64> = if decided(point) {
         vec![1, 2, 3]
@@ -115,13 +153,23 @@ fn fault_case(dir: &Path, point: FaultPoint, fault: Fault) {
 
 #[test]
 fn every_fault_point_fails_the_commit_and_recovery_settles_it() {
-    for point in FaultPoint::ALL {
-        for fault in Fault::ALL {
-            let dir = tempfile::tempdir().expect("tmp");
-            fault_case(dir.path(), point, fault);
-            fault::disarm(dir.path());
+    for sync in [FollowerSync::EveryCommit, common::deferred(1)] {
+        for point in points(sync) {
+            for fault in Fault::ALL {
+                let dir = tempfile::tempdir().expect("tmp");
+                fault_case(dir.path(), sync, point, fault);
+                fault::disarm(dir.path());
+            }
         }
     }
+    let covered: Vec<FaultPoint> = [FollowerSync::EveryCommit, common::deferred(1)]
+        .into_iter()
+        .flat_map(points)
+        .collect();
+    assert!(
+        FaultPoint::ALL.iter().all(|p| covered.contains(p)),
+        "a fault point no mode passes"
+    );
 }
 
 /// A fault that fires before MDBX's decision leaves the handle usable: the same commit succeeds

@@ -4,7 +4,7 @@
 
 mod common;
 
-use reth_hybrid_hybrid::{HybridDb, HybridOptions, suites::OpenError};
+use reth_hybrid_hybrid::{FollowerSync, HybridDb, HybridOptions, suites::OpenError};
 use std::path::Path;
 
 fn open(dir: &Path) -> Result<common::Db, OpenError> {
@@ -13,7 +13,11 @@ fn open(dir: &Path) -> Result<common::Db, OpenError> {
         mdbx,
         rocks,
         dir,
-        HybridOptions { layout: None },
+        // Every commit exports SST files, which always take the intent log's path.
+        HybridOptions {
+            follower_sync: FollowerSync::EveryCommit,
+            ..HybridOptions::default()
+        },
     )?)
 }
 

@@ -31,7 +31,10 @@ type Db = HybridDb<MdbxEngine, RocksEngine>;
 fn open_datadir(d: &Path, layout: Option<Layout>) -> Result<Db, HybridError> {
     HybridDb::open_checked(
         d,
-        HybridOptions { layout },
+        HybridOptions {
+            layout,
+            ..HybridOptions::default()
+        },
         || {
             let mdbx = match d.join("db/mdbx.dat").exists() {
                 true => Some(MdbxEngine::open_read_only(d)?),

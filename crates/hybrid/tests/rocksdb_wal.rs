@@ -31,7 +31,7 @@ fn open(dir: &std::path::Path, max_total_wal_bytes: u64) -> common::Db {
         },
     )
     .expect("rocksdb");
-    HybridDb::open(mdbx, rocks, dir, HybridOptions { layout: None }).expect("hybrid")
+    HybridDb::open(mdbx, rocks, dir, HybridOptions::default()).expect("hybrid")
 }
 
 /// `AccountsHistory` key of account `i`'s last shard (`ShardedKey(address, u64::MAX)`).

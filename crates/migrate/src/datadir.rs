@@ -9,10 +9,11 @@ use reth_hybrid_api::{
 };
 use reth_hybrid_hybrid::{
     HybridError, INTENT_LOG_FILE, Layout,
-    control::{FOLLOWER_SEQ_KEY, SEQ_KEY, get_bytes, get_u64, has_user_rows},
+    control::{SEQ_KEY, get_bytes, get_u64, has_user_rows},
     intent_log::IntentLog,
     layout::{LAYOUT_KEY, MIGRATION_STATE_FILE},
     preflight::check_sequences,
+    recovery,
 };
 use reth_hybrid_mdbx::{MdbxEngine, MdbxTx};
 use reth_hybrid_rocksdb::{HYBRID_ROCKSDB_DIR, RocksEngine, inspect_upstream_rocksdb};
@@ -117,13 +118,28 @@ pub fn refuse_follower_mismatch(
     mdbx_tx: &MdbxTx,
     rocks: Option<&RocksEngine>,
 ) -> Result<(), MigrateError> {
-    let recorded = get_u64(mdbx_tx, FOLLOWER_SEQ_KEY)?;
     let actual = match rocks {
         Some(r) => get_u64(&r.begin_ro()?, SEQ_KEY)?,
         None => 0,
     };
-    check_sequences(recorded, actual, &IntentLog::new(dd.intent_log()))?;
+    check_sequences(Some(mdbx_tx), actual, &IntentLog::new(dd.intent_log()))?;
     Ok(())
+}
+
+/// Whether RocksDB lacks deferred commits that MDBX holds as pending rows (RocksDB lost its
+/// unsynced WAL tail, as on power loss): the hybrid's next open replays them, and until then
+/// RocksDB's tables are missing those commits' rows.
+pub fn deferred_replay_pending(
+    dd: &Datadir,
+    mdbx_tx: &MdbxTx,
+    rocks: Option<&RocksEngine>,
+) -> Result<bool, MigrateError> {
+    let applied = match rocks {
+        Some(r) => get_u64(&r.begin_ro()?, SEQ_KEY)?,
+        None => 0,
+    };
+    let planned = recovery::plan_for(mdbx_tx, applied, &IntentLog::new(dd.intent_log()))?;
+    Ok(!planned.deferred.is_empty())
 }
 
 /// The layout recorded in MDBX, if any.

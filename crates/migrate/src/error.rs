@@ -106,6 +106,13 @@ pub enum MigrateError {
         engine: EngineKind,
         target: EngineKind,
     },
+    #[error(
+        "{datadir}: RocksDB lacks commits that MDBX holds as pending rows (its WAL lost its \
+         unsynced tail, as on power loss), so its tables look emptier than they are. Open the \
+         datadir read-write once (start the node, or run `reth-hybrid migrate`), which replays \
+         them, then retry"
+    )]
+    RecoveryPending { datadir: PathBuf },
     #[error("I/O error on {path}")]
     Io {
         path: PathBuf,

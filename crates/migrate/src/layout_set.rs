@@ -46,6 +46,12 @@ pub fn set_table_engine(
         refuse_storage_v2(&tx)?;
         let rocks = dd.open_rocksdb_read_only()?;
         refuse_follower_mismatch(&dd, &tx, rocks.as_ref())?;
+        if crate::datadir::deferred_replay_pending(&dd, &tx, rocks.as_ref())? {
+            // A table RocksDB lost rows of would look emptier than it is.
+            return Err(MigrateError::RecoveryPending {
+                datadir: datadir.to_path_buf(),
+            });
+        }
         let (layout, _) = effective_layout(&tx, rocks.as_ref())?;
         let mdbx_rows = if mdbx_has_rows(&tx, table)? {
             tx.table_stat(table)?.entries

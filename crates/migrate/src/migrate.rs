@@ -96,8 +96,13 @@ pub fn migrate(
             e.into(),
         )
     })?;
-    let (mdbx, rocks) = if dd.intent_pending() && !plan.resume {
-        // A node stopped with a commit in flight: settle it before moving any table.
+    let replay_pending = dd.intent_pending() || {
+        let tx = mdbx.begin_ro()?;
+        crate::datadir::deferred_replay_pending(&dd, &tx, Some(&rocks))?
+    };
+    let (mdbx, rocks) = if replay_pending && !plan.resume {
+        // A node stopped with a commit in flight, or RocksDB lost deferred commits (power
+        // loss): settle them before moving any table, or stale rows would be moved.
         let hybrid = HybridDb::open(mdbx, rocks, datadir, HybridOptions::default())?;
         tracing::info!(action = ?hybrid.recovered().action, "recovered the commit in flight");
         let (m, r) = (hybrid.primary().clone(), hybrid.follower().clone());

@@ -15,9 +15,9 @@ use reth_hybrid_api::{
     typed::{decode_key, decode_value},
 };
 use reth_hybrid_hybrid::{
-    control::{FOLLOWER_SEQ_KEY, SEQ_KEY, get_u64, has_user_rows},
+    control::{SEQ_KEY, get_u64, has_user_rows},
     intent_log::IntentLog,
-    recovery::{self, Plan, RecoveryAction},
+    recovery::{self, Plan, RecoveryAction, RecoveryPlan},
 };
 use serde::Serialize;
 use std::path::Path;
@@ -184,7 +184,6 @@ pub fn verify(datadir: &Path, progress: &dyn Progress) -> Result<VerifyReport, M
     }
 
     // Recovery: the intent log and the commit sequences of both engines.
-    let follower_seq = get_u64(&tx, FOLLOWER_SEQ_KEY)?;
     let primary_seq = get_u64(&tx, SEQ_KEY)?;
     let rocks_seq = match &rocks_tx {
         Some(rtx) => get_u64(rtx, SEQ_KEY)?,
@@ -192,7 +191,22 @@ pub fn verify(datadir: &Path, progress: &dyn Progress) -> Result<VerifyReport, M
     };
     // What the next open's recovery will do, decided by the hybrid's own rules (reading only).
     let intent = IntentLog::new(dd.intent_log());
-    match recovery::plan(follower_seq, rocks_seq, &intent) {
+    let planned = recovery::plan_for(&tx, rocks_seq, &intent);
+    if let Ok(RecoveryPlan { deferred, .. }) = &planned
+        && let (Some(first), Some(last)) = (deferred.first(), deferred.last())
+    {
+        check(
+            "recovery",
+            Outcome::Warn,
+            format!(
+                "RocksDB (at commit {rocks_seq}) lacks deferred commits {}..={} that MDBX holds \
+                 as pending rows (its WAL tail was lost, as on power loss); the next open \
+                 replays them",
+                first.seq, last.seq
+            ),
+        );
+    }
+    match planned.map(|p| p.intent) {
         Ok(Plan::Clean) => check(
             "recovery",
             Outcome::Pass,
@@ -312,5 +326,8 @@ fn describe(action: &RecoveryAction) -> String {
         }
         RecoveryAction::ClearedApplied { seq } => format!("commit {seq} reached both engines"),
         RecoveryAction::Replayed { seq } => format!("commit {seq} is replayed"),
+        RecoveryAction::ReplayedDeferred { commits, last } => {
+            format!("{commits} deferred commits up to {last} are replayed")
+        }
     }
 }

@@ -172,3 +172,58 @@ fn rocksdb_engine_reports_sizes_after_ingestion() {
         0
     );
 }
+
+/// After power loss took RocksDB's unsynced WAL tail, RocksDB lacks deferred commits that MDBX
+/// holds as pending rows. A rollback must replay them first: moving RocksDB's tables to MDBX as
+/// they are would leave those commits' rows out for good.
+#[test]
+fn rollback_after_rocksdb_lost_deferred_commits_moves_them_too() {
+    let dir = generated(2, 11);
+    let d = dir.path();
+    migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect("migrate");
+    let scratch = tempfile::tempdir().expect("tmp");
+    let image = scratch.path().join("rocksdb-at-last-sync");
+    let hash = |i: u64| reth_hybrid_api::models::B256::from([0xa0 ^ i as u8; 32]);
+    {
+        let mdbx = MdbxEngine::open(d, MdbxOptions::read_write()).expect("mdbx");
+        let rocks = RocksEngine::open_in_datadir(d).expect("rocksdb");
+        let hybrid = TypedDatabase::new(
+            HybridDb::open(mdbx, rocks, d, HybridOptions::default()).expect("hybrid"),
+        );
+        // RocksDB's state at its last WAL sync (the open synced).
+        rocksdb::checkpoint::Checkpoint::new(hybrid.engine().follower().db())
+            .expect("checkpoint")
+            .create_checkpoint(&image)
+            .expect("create checkpoint");
+        for i in 1..=3u64 {
+            hybrid
+                .update(|tx| {
+                    reth_hybrid_api::DbTxMut::put::<TransactionHashNumbers>(
+                        tx,
+                        hash(i),
+                        1_000_000 + i,
+                    )
+                })
+                .expect("update")
+                .expect("put");
+        }
+    }
+    // Power loss: RocksDB opens at its last sync, without the three commits.
+    let rocks_dir = d.join("hybrid-rocksdb");
+    std::fs::remove_dir_all(&rocks_dir).expect("remove");
+    std::fs::rename(&image, &rocks_dir).expect("restore image");
+
+    migrate(d, &request(EngineKind::Mdbx), &NoProgress).expect("rollback");
+    let mdbx = TypedDatabase::new(MdbxEngine::open_read_only(d).expect("mdbx"));
+    let tx = mdbx.tx().expect("ro");
+    for i in 1..=3u64 {
+        assert_eq!(
+            tx.get::<TransactionHashNumbers>(hash(i)).expect("get"),
+            Some(1_000_000 + i),
+            "deferred commit {i} is in MDBX after the rollback"
+        );
+    }
+    drop(tx);
+    drop(mdbx);
+    assert_verifies(d);
+}

@@ -250,6 +250,31 @@ impl RawReplay for RocksEngine {
         }
     }
 
+    /// A write batch, not a manifest of exported SST files (whose ingestion is durable anyway).
+    fn can_defer(writes: &[u8]) -> bool {
+        !crate::export::is_manifest(writes)
+    }
+
+    /// The batch goes to the WAL and the memtables without an fsync: a process crash keeps it
+    /// (the WAL is in the page cache), power loss may take it with the WAL's unsynced tail, and
+    /// RocksDB's point-in-time WAL recovery then opens at an earlier whole batch.
+    fn apply_exported_deferred(&self, writes: &[u8]) -> RawResult<()> {
+        if crate::export::is_manifest(writes) {
+            return self.apply_exported(writes);
+        }
+        crate::tx::write_batch_unsynced(&self.inner, rocksdb::WriteBatch::from_data(writes))
+    }
+
+    fn sync_applied(&self) -> RawResult<()> {
+        if self.inner.read_only {
+            return Ok(());
+        }
+        self.inner
+            .db
+            .flush_wal(true)
+            .map_err(|e| RocksError::Commit(e).into())
+    }
+
     fn discard_exports(&self) -> RawResult<()> {
         if self.inner.read_only {
             return Ok(());

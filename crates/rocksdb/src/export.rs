@@ -185,6 +185,11 @@ impl<'a> ManifestReader<'a> {
 }
 
 /// The files a manifest names; `Ok(None)` for a write batch (not a manifest).
+/// Whether a payload is a manifest of exported files (else it is a write batch).
+pub(crate) fn is_manifest(payload: &[u8]) -> bool {
+    payload.starts_with(MAGIC)
+}
+
 pub(crate) fn decode(payload: &[u8]) -> Result<Option<Vec<ExportedFile>>, RocksError> {
     let Some(rest) = payload.strip_prefix(MAGIC.as_slice()) else {
         return Ok(None);

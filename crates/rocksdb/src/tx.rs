@@ -624,8 +624,17 @@ impl RocksTxMut {
 
 /// Writes one batch atomically, synced when the engine promises durability.
 pub(crate) fn write_batch(engine: &EngineInner, batch: WriteBatch) -> RawResult<()> {
+    write_batch_with(engine, batch, engine.sync_writes)
+}
+
+/// Writes one batch atomically without syncing the WAL (see `apply_exported_deferred`).
+pub(crate) fn write_batch_unsynced(engine: &EngineInner, batch: WriteBatch) -> RawResult<()> {
+    write_batch_with(engine, batch, false)
+}
+
+fn write_batch_with(engine: &EngineInner, batch: WriteBatch, sync: bool) -> RawResult<()> {
     let mut wo = WriteOptions::default();
-    wo.set_sync(engine.sync_writes);
+    wo.set_sync(sync);
     engine
         .db
         .write_opt(batch, &wo)

@@ -3,7 +3,7 @@
 use crate::{reth_db_metrics::RethDbMetrics, reth_mdbx::RethMdbx, upstream::UpstreamDatabase};
 use reth_db::{DatabaseEnv, mdbx::DatabaseArguments};
 use reth_hybrid_api::{DatabaseError, DatabaseErrorInfo};
-use reth_hybrid_hybrid::{HybridDb, HybridOptions};
+use reth_hybrid_hybrid::{FollowerSync, HybridDb, HybridOptions};
 use reth_hybrid_rocksdb::{HYBRID_ROCKSDB_DIR, RocksEngine};
 use std::{path::Path, sync::Arc};
 
@@ -14,8 +14,18 @@ pub type HybridNodeDb = UpstreamDatabase<HybridDb<RethMdbx, RocksEngine>>;
 /// recovers a commit in flight, and checks the layout against the rows (a storage-v2 datadir,
 /// or one with history rows in the wrong engine, is refused with the way out). Every refusal is
 /// decided on read-only views before anything is created, so a refused datadir is unchanged.
+/// RocksDB's writes are made durable as `RETH_HYBRID_ROCKSDB_SYNC` says (`deferred`, the
+/// default, or `every-commit`).
 pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<HybridNodeDb> {
-    open_hybrid_with(datadir, args, HybridOptions::default())
+    let follower_sync = FollowerSync::from_env().map_err(|e| eyre::eyre!(e))?;
+    open_hybrid_with(
+        datadir,
+        args,
+        HybridOptions {
+            follower_sync,
+            ..HybridOptions::default()
+        },
+    )
 }
 
 /// [`open_hybrid`] with the hybrid's options: a new datadir takes `options.layout` (one that has
@@ -58,6 +68,7 @@ pub fn open_hybrid_with(
     tracing::info!(
         target: "reth_hybrid",
         recovery = ?hybrid.recovered().action,
+        rocksdb_sync = ?hybrid.follower_sync(),
         rocksdb_tables = ?hybrid.layout().tables_in(reth_hybrid_api::EngineKind::RocksDb).collect::<Vec<_>>(),
         "opened the hybrid database"
     );

@@ -144,8 +144,11 @@ fn expect_killed(status: std::process::ExitStatus, context: &str) {
 }
 
 /// Kills at each crash point of the commit (on its 1st, 2nd or 3rd commit), and inside
-/// recovery's replay; every reopen must find whole commits and every acknowledged one.
+/// recovery's replay; every reopen must find whole commits and every acknowledged one. With
+/// deferred syncs the intent is the pending row written into MDBX's transaction, and it is
+/// retired by RocksDB's WAL sync after the commit (`super::deferred`).
 pub fn kills_at_every_crash_point<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
+    super::deferred(open);
     let points = [
         CrashPoint::AfterIntentWrite,
         CrashPoint::AfterPrimaryCommit,

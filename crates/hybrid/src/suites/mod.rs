@@ -9,7 +9,8 @@ pub mod readers;
 pub mod stress;
 pub mod workload;
 
-use crate::HybridDb;
+use crate::{FollowerSync, HybridDb};
+use reth_hybrid_api::raw::{RawEngine, RawReplay};
 use std::path::Path;
 
 /// An error from opening a pair: ours are [`HybridError`](crate::HybridError)s, a node's open
@@ -19,6 +20,24 @@ pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
 /// Opens (creating if needed) the hybrid of the pair under test in a datadir, recovering a
 /// commit in flight. Called once per process and datadir at a time, and again after kills.
 pub type Open<P, F> = fn(&Path) -> Result<HybridDb<P, F>, OpenError>;
+
+/// Whether the pair under test defers RocksDB's syncs. The suite then needs a sync after every
+/// commit (`max_commits: 1`), so that each commit passes every point it holds or kills at; a
+/// pair whose commits all export SST files (spilling) must run with `EveryCommit`.
+pub(crate) fn deferred<P: RawEngine, F: RawReplay>(open: Open<P, F>) -> bool {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sync = open(dir.path()).expect("open").follower_sync();
+    match sync {
+        FollowerSync::EveryCommit => false,
+        FollowerSync::Deferred { max_commits, .. } => {
+            assert_eq!(
+                max_commits, 1,
+                "the pair suite runs deferred syncs after every commit (max_commits: 1)"
+            );
+            true
+        }
+    }
+}
 
 /// Expands the suite into `#[test]` functions for a pair opened by `$open` (an
 /// [`Open`](crate::suites::Open) function). Invoke it at the root of a test binary: the crash

@@ -93,18 +93,23 @@ fn reader_during_held_commit<P: RawEngine, F: RawReplay>(
 pub fn a_reader_opens_while_a_commit_is_held_before_the_decision<P: RawEngine, F: RawReplay>(
     open: Open<P, F>,
 ) {
-    reader_during_held_commit(open, FaultPoint::IntentWrite, 2);
-    reader_during_held_commit(open, FaultPoint::IntentFsync, 2);
+    if !super::deferred(open) {
+        reader_during_held_commit(open, FaultPoint::IntentWrite, 2);
+        reader_during_held_commit(open, FaultPoint::IntentFsync, 2);
+    }
     reader_during_held_commit(open, FaultPoint::BeforeDecision, 2);
 }
 
-/// Held after MDBX decided and before RocksDB applied: the reader gets the commit's frozen
-/// RocksDB writes.
+/// Held after MDBX decided and before RocksDB applied (or, deferred, while RocksDB syncs its
+/// WAL): the reader gets the commit's RocksDB writes.
 pub fn a_reader_opens_while_a_commit_is_held_after_the_decision<P: RawEngine, F: RawReplay>(
     open: Open<P, F>,
 ) {
     reader_during_held_commit(open, FaultPoint::PrimaryCommit, 3);
     reader_during_held_commit(open, FaultPoint::FollowerApply, 3);
+    if super::deferred(open) {
+        reader_during_held_commit(open, FaultPoint::FollowerSync, 3);
+    }
 }
 
 /// A reader opened during a held commit keeps exactly that commit's view after later commits.

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use reth_hybrid_hybrid::{HybridDb, HybridError, HybridOptions, Layout};
+use reth_hybrid_hybrid::{FollowerSync, HybridDb, HybridError, HybridOptions, Layout};
 use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
 use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
 use std::path::Path;
@@ -40,9 +40,37 @@ fn open_engines(dir: &Path, sync_writes: bool, spill_bytes: usize) -> (MdbxEngin
     (mdbx, rocks)
 }
 
+/// The hybrid with every commit's RocksDB writes synced before it returns (the intent log's
+/// protocol, which most tests here put into each state by hand).
 pub fn open(dir: &Path, layout: Option<Layout>) -> Result<Db, HybridError> {
+    open_with(dir, layout, FollowerSync::EveryCommit)
+}
+
+/// Deferred RocksDB syncs, every `max_commits` commits (and no later than after an hour, so a
+/// test decides when).
+pub fn deferred(max_commits: u32) -> FollowerSync {
+    FollowerSync::Deferred {
+        max_commits,
+        max_delay: std::time::Duration::from_secs(3600),
+        max_row_bytes: 16 << 20,
+    }
+}
+
+pub fn open_with(
+    dir: &Path,
+    layout: Option<Layout>,
+    follower_sync: FollowerSync,
+) -> Result<Db, HybridError> {
     let (mdbx, rocks) = engines(dir);
-    HybridDb::open(mdbx, rocks, dir, HybridOptions { layout })
+    HybridDb::open(
+        mdbx,
+        rocks,
+        dir,
+        HybridOptions {
+            layout,
+            follower_sync,
+        },
+    )
 }
 
 /// The workload the crash and recovery tests share with the pair suite (each test binary uses

@@ -180,6 +180,7 @@ pub async fn run(args: DumpArgs, runtime: reth_tasks::Runtime) -> eyre::Result<(
         args.env.db.database_args(),
         HybridOptions {
             layout: Some(layout),
+            ..HybridOptions::default()
         },
     )
     .and_then(|output_db| {

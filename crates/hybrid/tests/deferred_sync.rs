@@ -1,0 +1,272 @@
+//! Deferred RocksDB syncs (`FollowerSync::Deferred`): a commit's RocksDB writes ride in MDBX's
+//! commit as a pending row and reach RocksDB without an fsync. A process crash keeps them (the
+//! crash suites kill at every point); these tests stand for power loss, which takes RocksDB's
+//! unsynced WAL tail: RocksDB is put back to a checkpoint taken at its last sync, which is the
+//! state point-in-time WAL recovery opens after such a loss.
+
+mod common;
+
+use common::{Db, deferred, open_with, visible, write_commit};
+use reth_hybrid_api::{
+    Tables,
+    raw::{RawEngine, RawTx, RawTxMut},
+};
+use reth_hybrid_hybrid::{
+    FollowerSync, HybridError, INTENT_LOG_FILE, RecoveryAction,
+    control::{SEQ_KEY, get_u64, pending_key, pending_seqs},
+    fault::{self, Fault, FaultPoint},
+};
+use reth_hybrid_mdbx::{MdbxEngine, MdbxOptions};
+use reth_hybrid_rocksdb::RocksEngine;
+use std::path::{Path, PathBuf};
+
+fn commit(db: &Db, i: u64) {
+    let tx = db.begin_rw().expect("rw");
+    write_commit(&tx, i);
+    tx.commit().expect("commit");
+}
+
+/// The pending rows MDBX holds now.
+fn pending(db: &Db) -> Vec<u64> {
+    let tx = db.primary().begin_ro().expect("ro");
+    pending_seqs(&tx).expect("pending rows")
+}
+
+/// RocksDB's durable state now, as a checkpoint beside the datadir.
+fn checkpoint(db: &Db, dir: &Path) -> PathBuf {
+    let path = dir.join("rocksdb-at-last-sync");
+    rocksdb::checkpoint::Checkpoint::new(db.follower().db())
+        .expect("checkpoint")
+        .create_checkpoint(&path)
+        .expect("create checkpoint");
+    path
+}
+
+/// Power loss: RocksDB opens at `image`, what it had at its last WAL sync.
+fn lose_unsynced_rocksdb(datadir: &Path, image: &Path) {
+    let rocks = datadir.join("hybrid-rocksdb");
+    std::fs::remove_dir_all(&rocks).expect("remove rocksdb");
+    std::fs::rename(image, &rocks).expect("restore the image");
+}
+
+fn rocksdb_seq(datadir: &Path) -> u64 {
+    let rocks = RocksEngine::open_read_only(&datadir.join("hybrid-rocksdb")).expect("rocksdb");
+    let tx = rocks.begin_ro().expect("ro");
+    get_u64(&tx, SEQ_KEY).expect("seq")
+}
+
+/// Commits 1..=3 with a sync at 3 (the checkpoint), then 4 and 5 unsynced.
+fn synced_at_3_then_two_more(data: &Path, scratch: &Path) -> PathBuf {
+    let db = open_with(data, None, deferred(3)).expect("open");
+    for i in 1..=3 {
+        commit(&db, i);
+    }
+    let image = checkpoint(&db, scratch);
+    commit(&db, 4);
+    commit(&db, 5);
+    // Commit 4 deleted the rows RocksDB's sync at commit 3 made needless.
+    assert_eq!(pending(&db), vec![4, 5]);
+    image
+}
+
+#[test]
+fn commits_rocksdb_lost_are_replayed_from_mdbx() {
+    let (data, scratch) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    let image = synced_at_3_then_two_more(data.path(), scratch.path());
+    lose_unsynced_rocksdb(data.path(), &image);
+    assert_eq!(rocksdb_seq(data.path()), 3, "RocksDB lost commits 4 and 5");
+
+    let db = open_with(data.path(), None, deferred(3)).expect("recovers");
+    assert_eq!(
+        db.recovered().action,
+        RecoveryAction::ReplayedDeferred {
+            commits: 2,
+            last: 5
+        }
+    );
+    let (blocks, txs) = visible(&db);
+    assert_eq!(blocks, (1..=5).collect(), "MDBX");
+    assert_eq!(txs, (1..=5).collect(), "RocksDB has every commit again");
+    // The replay was synced: the next commit deletes the rows it came from.
+    commit(&db, 6);
+    assert_eq!(pending(&db), vec![6]);
+    drop(db);
+    let db = open_with(data.path(), None, deferred(3)).expect("reopen");
+    assert_eq!(db.recovered().action, RecoveryAction::Clean);
+    assert_eq!(visible(&db).1, (1..=6).collect());
+}
+
+#[test]
+fn a_damaged_row_a_lost_commit_needs_is_refused_and_nothing_changes() {
+    let (data, scratch) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    let image = synced_at_3_then_two_more(data.path(), scratch.path());
+    lose_unsynced_rocksdb(data.path(), &image);
+    // One bit of commit 5's row flips on disk.
+    let key = pending_key(5);
+    let original = {
+        let mdbx = MdbxEngine::open(data.path(), MdbxOptions::create()).expect("mdbx");
+        let tx = mdbx.begin_rw().expect("rw");
+        let row = tx
+            .get(Tables::Metadata, key.as_bytes())
+            .expect("get")
+            .expect("row 5");
+        let mut damaged = row.clone();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0x10;
+        tx.put(Tables::Metadata, key.as_bytes(), &damaged)
+            .expect("put");
+        tx.commit().expect("commit");
+        row
+    };
+
+    match open_with(data.path(), None, deferred(3)) {
+        Err(e @ HybridError::PendingRowDamaged { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&key)
+                    && msg.contains("checksum")
+                    && msg.contains("Nothing was changed"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected PendingRowDamaged, got {other:?}"),
+    }
+    assert_eq!(
+        rocksdb_seq(data.path()),
+        3,
+        "RocksDB untouched (not even commit 4)"
+    );
+
+    // With the row restored (from a backup) the open replays both commits.
+    {
+        let mdbx = MdbxEngine::open(data.path(), MdbxOptions::create()).expect("mdbx");
+        let tx = mdbx.begin_rw().expect("rw");
+        tx.put(Tables::Metadata, key.as_bytes(), &original)
+            .expect("put");
+        tx.commit().expect("commit");
+    }
+    let db = open_with(data.path(), None, deferred(3)).expect("recovers");
+    assert_eq!(visible(&db).1, (1..=5).collect());
+}
+
+#[test]
+fn rocksdb_behind_the_oldest_pending_row_is_refused() {
+    let (data, scratch) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    let image = {
+        let db = open_with(data.path(), None, deferred(3)).expect("open");
+        commit(&db, 1);
+        let image = checkpoint(&db, scratch.path());
+        for i in 2..=5 {
+            commit(&db, i);
+        }
+        // Rows 1-3 are gone (synced at 3, deleted by 4): nothing can bring RocksDB from 1 to 4.
+        assert_eq!(pending(&db), vec![4, 5]);
+        image
+    };
+    lose_unsynced_rocksdb(data.path(), &image);
+    match open_with(data.path(), None, deferred(3)) {
+        Err(HybridError::FollowerBehind {
+            primary: 5,
+            follower: 1,
+        }) => {}
+        other => panic!("expected FollowerBehind, got {other:?}"),
+    }
+    assert_eq!(rocksdb_seq(data.path()), 1, "nothing replayed");
+}
+
+#[test]
+fn pending_rows_stay_bounded_by_the_sync_interval() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = open_with(dir.path(), None, deferred(4)).expect("open");
+    let mut most = 0;
+    for i in 1..=40 {
+        commit(&db, i);
+        most = most.max(pending(&db).len());
+    }
+    // At most the commits since the last sync plus the synced ones the next commit deletes.
+    assert!(most <= 5, "{most} pending rows");
+    assert!(
+        most >= 4,
+        "the rows were kept until RocksDB synced ({most})"
+    );
+    drop(db);
+    let db = open_with(dir.path(), None, deferred(4)).expect("reopen");
+    assert_eq!(db.recovered().action, RecoveryAction::Clean);
+    commit(&db, 41);
+    assert_eq!(
+        pending(&db),
+        vec![41],
+        "the first commit after the open retires the rest"
+    );
+}
+
+/// A commit larger than a row may be takes the intent log; recovery follows one chain through
+/// both: MDBX's rows, then the intent log.
+#[test]
+fn a_large_commit_takes_the_intent_log_and_recovery_follows_the_chain() {
+    let (data, scratch) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    let small_rows = FollowerSync::Deferred {
+        max_commits: 100,
+        max_delay: std::time::Duration::from_secs(3600),
+        max_row_bytes: 400,
+    };
+    let image = {
+        let db = open_with(data.path(), None, small_rows).expect("open");
+        let image = checkpoint(&db, scratch.path());
+        commit(&db, 1);
+        commit(&db, 2);
+        // Commit 3 is larger than a row may be, and power fails after MDBX decided it and
+        // before RocksDB applied it (here: RocksDB's apply fails, and RocksDB then goes back to
+        // its state before commit 1).
+        fault::arm(data.path(), FaultPoint::FollowerApply, Fault::Eio);
+        let tx = db.begin_rw().expect("rw");
+        write_commit(&tx, 3);
+        for k in 0..20u64 {
+            let mut key = [7u8; 28];
+            key[20..].copy_from_slice(&k.to_be_bytes());
+            tx.put(Tables::AccountsHistory, &key, &[1; 40])
+                .expect("put");
+        }
+        assert!(matches!(
+            tx.commit().map_err(|e| e.to_string()),
+            Err(msg) if msg.contains("RocksDB could not apply commit 3")
+        ));
+        assert_eq!(pending(&db), vec![1, 2], "commit 3 left no row");
+        image
+    };
+    assert!(
+        std::fs::metadata(data.path().join(INTENT_LOG_FILE))
+            .expect("intent log")
+            .len()
+            > 400,
+        "commit 3 is in the intent log"
+    );
+    lose_unsynced_rocksdb(data.path(), &image);
+    assert_eq!(rocksdb_seq(data.path()), 0);
+
+    let db = open_with(data.path(), None, small_rows).expect("recovers");
+    assert_eq!(db.recovered().action, RecoveryAction::Replayed { seq: 3 });
+    let (blocks, txs) = visible(&db);
+    assert_eq!(blocks, (1..=3).collect());
+    assert_eq!(txs, (1..=3).collect());
+    assert_eq!(rocksdb_seq_of(&db), 3);
+    let tx = db.follower().begin_ro().expect("ro");
+    assert_eq!(tx.entries(Tables::AccountsHistory).expect("entries"), 20);
+}
+
+fn rocksdb_seq_of(db: &Db) -> u64 {
+    let tx = db.follower().begin_ro().expect("ro");
+    get_u64(&tx, SEQ_KEY).expect("seq")
+}
