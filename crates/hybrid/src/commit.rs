@@ -23,7 +23,9 @@
 //! write lock, and neither does I/O (`router::FollowerViews`).
 
 use crate::{
-    control::{FOLLOWER_SEQ_KEY, SEQ_KEY, pending_key, put_bytes, put_u64},
+    control::{
+        APPLIED_RING, FOLLOWER_SEQ_KEY, SEQ_KEY, applied_key, pending_key, put_bytes, put_u64,
+    },
     crash::crash_point,
     error::{HybridError, injected},
     fault::{fault_point, stall_point},
@@ -95,6 +97,10 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
     // payload), refused, or (into a transaction found clean) makes the commit fail below.
     let (intent, frozen, deferred) = if F::is_dirty(&follower) {
         put_u64(&follower, SEQ_KEY, seq)?;
+        // Only deferred commits leave pending rows, which recovery checks against the ring.
+        if matches!(db.follower_sync, FollowerSync::Deferred { .. }) {
+            put_u64(&follower, &applied_key(seq), seq)?;
+        }
         put_u64(&primary, FOLLOWER_SEQ_KEY, seq)?;
         // ORDER: frozen before the export, so the view readers get and the payload RocksDB
         // applies are the same writes.
@@ -240,7 +246,7 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         ..
     } = db.follower_sync
         && state.unsynced > 0
-        && (state.unsynced >= max_commits
+        && (u64::from(state.unsynced) >= u64::from(max_commits).min(APPLIED_RING / 2)
             || state
                 .unsynced_since
                 .is_some_and(|t| t.elapsed() >= max_delay))

@@ -23,6 +23,19 @@ pub fn pending_key(seq: u64) -> String {
     format!("{PENDING_KEY_PREFIX}{seq:020}")
 }
 
+/// In the follower: every commit that writes to it also stamps its sequence into slot
+/// `seq % APPLIED_RING` of this ring, inside the same batch. Recovery reads a pending row's slot
+/// to check that RocksDB holds that commit, not only a later one: power loss in the window after
+/// a WAL switch can keep a newer WAL file and lose an older one's unsynced tail (a hole that
+/// point-in-time WAL recovery does not see).
+pub const APPLIED_KEY_PREFIX: &str = "reth_hybrid.applied.";
+/// Slots of the ring: more than the deferred commits between two syncs can ever be.
+pub const APPLIED_RING: u64 = 1024;
+
+pub fn applied_key(seq: u64) -> String {
+    format!("{APPLIED_KEY_PREFIX}{:04}", seq % APPLIED_RING)
+}
+
 /// A pending row as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingRow {

@@ -70,26 +70,28 @@ pub fn check<P: RawEngine, F: RawEngine>(
         }
     }
     let intent = IntentLog::new(datadir.join(INTENT_LOG_FILE));
-    let actual = match &ftx {
-        Some(tx) => get_u64(tx, SEQ_KEY)?,
-        None => 0,
-    };
-    check_sequences(metadata, actual, &intent)?;
+    check_sequences(metadata, ftx.as_ref(), &intent)?;
     Ok(layout)
 }
 
 /// Refuses what recovery would refuse, without doing what it would do: `primary` is a read
 /// transaction of the primary (its `follower_seq` and pending rows; `None` for a primary without
-/// `Metadata`), `actual` the follower's `commit_seq`. Recovery's own read-only decision
-/// (`recovery::plan`), so the two cannot disagree.
-pub fn check_sequences<X: RawTx>(
+/// `Metadata`), `follower` one of the follower (`None`: not created yet). Recovery's own
+/// read-only decision (`recovery::plan`), so the two cannot disagree.
+pub fn check_sequences<X: RawTx, Y: RawTx>(
     primary: Option<&X>,
-    actual: u64,
+    follower: Option<&Y>,
     intent: &IntentLog,
 ) -> Result<(), HybridError> {
     match primary {
-        Some(tx) => recovery::plan_for(tx, actual, intent).map(|_| ()),
-        None => recovery::plan(0, actual, &[], intent).map(|_| ()),
+        Some(tx) => recovery::plan_for(tx, follower, intent).map(|_| ()),
+        None => {
+            let applied = match follower {
+                Some(tx) => get_u64(tx, SEQ_KEY)?,
+                None => 0,
+            };
+            recovery::plan(0, applied, &[], &|_| Ok(0), intent).map(|_| ())
+        }
     }
 }
 

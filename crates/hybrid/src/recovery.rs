@@ -4,7 +4,9 @@
 //! second run finds nothing to do.
 
 use crate::{
-    control::{FOLLOWER_SEQ_KEY, PendingRow, SEQ_KEY, get_u64, pending_rows},
+    control::{
+        APPLIED_RING, FOLLOWER_SEQ_KEY, PendingRow, SEQ_KEY, applied_key, get_u64, pending_rows,
+    },
     crash::crash_point,
     error::{HybridError, injected},
     fault::fault_point,
@@ -70,16 +72,38 @@ pub enum Plan {
 /// First the deferred commits RocksDB lacks: from `applied` on, each pending
 /// row (`control::pending_rows`) that continues the chain (its `prev_follower_seq` is where
 /// RocksDB stands) is replayed. A damaged row that a decided commit needs is refused, as a
-/// damaged intent is; rows RocksDB already holds are stale and ignored. Then [`plan_intent`]
-/// from where that chain ends.
+/// damaged intent is. A row at or below `applied` is one RocksDB holds, unless its slot of the
+/// applied ring (`applied_slot(seq)`, see `control::APPLIED_KEY_PREFIX`) names another commit:
+/// then RocksDB lost it in a hole of its WAL, and the chain is replayed from that row on (every
+/// later follower commit is a pending row too, since the hole means no sync came after it).
+/// Then [`plan_intent`] from where that chain ends.
 pub fn plan(
     decided: u64,
     applied: u64,
     pending: &[PendingRow],
+    applied_slot: &dyn Fn(u64) -> Result<u64, HybridError>,
     intent: &IntentLog,
 ) -> Result<RecoveryPlan, HybridError> {
     let mut deferred = Vec::new();
     let mut at = applied;
+    for PendingRow { seq, record, .. } in pending {
+        let Some(seq) = *seq else { continue };
+        if seq > applied || applied - seq >= APPLIED_RING {
+            continue;
+        }
+        if applied_slot(seq)? != seq
+            && let Decoded::Record(i) = crate::intent_log::decode(record)
+            && i.seq == seq
+        {
+            tracing::warn!(
+                seq,
+                applied,
+                "RocksDB holds later commits but not this one (a hole in its WAL after power loss); replaying from it"
+            );
+            at = i.prev_follower_seq;
+            break;
+        }
+    }
     for PendingRow { seq, key, record } in pending {
         let Some(seq) = *seq else { continue };
         if seq <= at || at >= decided {
@@ -134,14 +158,23 @@ pub fn plan(
     })
 }
 
-/// [`plan`] for a primary read transaction: its `follower_seq` and pending rows.
-pub fn plan_for<X: RawTx>(
+/// [`plan`] for read transactions of the primary (its `follower_seq` and pending rows) and of
+/// the follower (`None`: not created yet, at sequence 0).
+pub fn plan_for<X: RawTx, Y: RawTx>(
     primary: &X,
-    applied: u64,
+    follower: Option<&Y>,
     intent: &IntentLog,
 ) -> Result<RecoveryPlan, HybridError> {
     let decided = get_u64(primary, FOLLOWER_SEQ_KEY)?;
-    plan(decided, applied, &pending_rows(primary)?, intent)
+    let applied = match follower {
+        Some(tx) => get_u64(tx, SEQ_KEY)?,
+        None => 0,
+    };
+    let slot = |seq| match follower {
+        Some(tx) => Ok(get_u64(tx, &applied_key(seq))?),
+        None => Ok(0),
+    };
+    plan(decided, applied, &pending_rows(primary)?, &slot, intent)
 }
 
 /// What to do with the intent log once RocksDB holds follower commit `applied`; `decided` is
@@ -238,7 +271,10 @@ pub fn recover<P: RawEngine, F: RawReplay>(
         true => pending_rows(&ptx)?,
         false => Vec::new(),
     };
-    let planned = plan(follower_seq, applied, &pending, intent)?;
+    let ftx = follower.begin_ro()?;
+    let slot = |seq| Ok(get_u64(&ftx, &applied_key(seq))?);
+    let planned = plan(follower_seq, applied, &pending, &slot, intent)?;
+    ftx.abort();
     ptx.abort();
     let replayed_deferred = replay_deferred(follower, &planned.deferred, intent.dir())?;
     let action = match planned.intent {

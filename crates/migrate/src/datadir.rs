@@ -9,7 +9,7 @@ use reth_hybrid_api::{
 };
 use reth_hybrid_hybrid::{
     HybridError, INTENT_LOG_FILE, Layout,
-    control::{SEQ_KEY, get_bytes, get_u64, has_user_rows},
+    control::{get_bytes, has_user_rows},
     intent_log::IntentLog,
     layout::{LAYOUT_KEY, MIGRATION_STATE_FILE},
     preflight::check_sequences,
@@ -118,11 +118,12 @@ pub fn refuse_follower_mismatch(
     mdbx_tx: &MdbxTx,
     rocks: Option<&RocksEngine>,
 ) -> Result<(), MigrateError> {
-    let actual = match rocks {
-        Some(r) => get_u64(&r.begin_ro()?, SEQ_KEY)?,
-        None => 0,
-    };
-    check_sequences(Some(mdbx_tx), actual, &IntentLog::new(dd.intent_log()))?;
+    let rocks_tx = rocks.map(|r| r.begin_ro()).transpose()?;
+    check_sequences(
+        Some(mdbx_tx),
+        rocks_tx.as_ref(),
+        &IntentLog::new(dd.intent_log()),
+    )?;
     Ok(())
 }
 
@@ -134,11 +135,8 @@ pub fn deferred_replay_pending(
     mdbx_tx: &MdbxTx,
     rocks: Option<&RocksEngine>,
 ) -> Result<bool, MigrateError> {
-    let applied = match rocks {
-        Some(r) => get_u64(&r.begin_ro()?, SEQ_KEY)?,
-        None => 0,
-    };
-    let planned = recovery::plan_for(mdbx_tx, applied, &IntentLog::new(dd.intent_log()))?;
+    let rocks_tx = rocks.map(|r| r.begin_ro()).transpose()?;
+    let planned = recovery::plan_for(mdbx_tx, rocks_tx.as_ref(), &IntentLog::new(dd.intent_log()))?;
     Ok(!planned.deferred.is_empty())
 }
 

@@ -191,7 +191,7 @@ pub fn verify(datadir: &Path, progress: &dyn Progress) -> Result<VerifyReport, M
     };
     // What the next open's recovery will do, decided by the hybrid's own rules (reading only).
     let intent = IntentLog::new(dd.intent_log());
-    let planned = recovery::plan_for(&tx, rocks_seq, &intent);
+    let planned = recovery::plan_for(&tx, rocks_tx.as_ref(), &intent);
     if let Ok(RecoveryPlan { deferred, .. }) = &planned
         && let (Some(first), Some(last)) = (deferred.first(), deferred.last())
     {
