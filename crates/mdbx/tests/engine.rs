@@ -300,3 +300,50 @@ fn reader_txnids_are_mdbx_s_reader_table() {
         "with no reader left, nothing older than the last commit is reported"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// The bulk read hands over exactly the rows `next` walks, in order, across batch ends, in a
+    /// plain and a dupsort table.
+    #[test]
+    fn next_rows_walks_what_next_walks(
+        rows in proptest::collection::btree_set(
+            (proptest::collection::vec(0u8..4, 1..3), proptest::collection::vec(0u8..4, 0..3)),
+            0..60,
+        ),
+        limit in 1usize..9,
+    ) {
+        use reth_hybrid_api::raw::{RawCursor, RawTxMut};
+        let dir = tempfile::tempdir().expect("tmp");
+        let engine = MdbxEngine::open(dir.path(), MdbxOptions::create().with_geometry(Geometry::SMALL))
+            .expect("create");
+        // AccountChangeSets is dupsort (any value bytes); Bytecodes is a plain table.
+        for table in [Tables::Bytecodes, Tables::AccountChangeSets] {
+            let tx = engine.begin_rw().expect("rw");
+            for (k, v) in &rows {
+                tx.put(table, k, v).expect("put");
+            }
+            tx.commit().expect("commit");
+            let tx = engine.begin_ro().expect("ro");
+            let mut expected = Vec::new();
+            let mut c = tx.cursor(table).expect("cursor");
+            let mut next = c.first().expect("first");
+            while let Some(row) = next {
+                expected.push(row);
+                next = c.next().expect("next");
+            }
+            let mut bulk = tx.cursor(table).expect("cursor");
+            let mut got: Vec<(Vec<u8>, Vec<u8>)> = bulk.first().expect("first").into_iter().collect();
+            loop {
+                let seen = bulk
+                    .next_rows(limit, |k, v| got.push((k.to_vec(), v.to_vec())))
+                    .expect("next_rows");
+                if seen < limit {
+                    break;
+                }
+            }
+            proptest::prop_assert_eq!(&got, &expected, "{}", table);
+        }
+    }
+}
