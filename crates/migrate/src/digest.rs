@@ -3,7 +3,10 @@
 //! read in, so a copy can be checked chunk by chunk and both sides compared at the end.
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::{Xxh3, xxh3_128};
+
+/// Rows (with their 4-byte key length) up to this size are hashed from a stack buffer.
+const ONE_SHOT_BYTES: usize = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TableDigest {
@@ -20,7 +23,18 @@ impl TableDigest {
     }
 
     /// The hash [`Self::add`] sums (so a reader thread can hash while another writes).
+    /// The hash of `len(key) as u32 LE ++ key ++ value`. Rows up to [`ONE_SHOT_BYTES`] (every
+    /// tx-hash row, most history rows) are hashed in one call from a stack buffer, which gives
+    /// the same value as the streaming hasher at a fraction of its cost.
     pub fn row_hash(key: &[u8], value: &[u8]) -> u128 {
+        let len = 4 + key.len() + value.len();
+        if len <= ONE_SHOT_BYTES {
+            let mut buf = [0u8; ONE_SHOT_BYTES];
+            buf[..4].copy_from_slice(&(key.len() as u32).to_le_bytes());
+            buf[4..4 + key.len()].copy_from_slice(key);
+            buf[4 + key.len()..len].copy_from_slice(value);
+            return xxh3_128(&buf[..len]);
+        }
         let mut h = Xxh3::new();
         h.update(&(key.len() as u32).to_le_bytes());
         h.update(key);
@@ -59,6 +73,27 @@ mod hex_u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-shot path must give the streaming hasher's value: digests recorded by an earlier
+    /// version (a resumed migration's state file) stay comparable.
+    #[test]
+    fn one_shot_and_streaming_hashes_agree_at_every_length() {
+        let bytes: Vec<u8> = (0..600u32).map(|i| (i * 31 % 251) as u8).collect();
+        for key_len in [0, 1, 20, 32, 52, 100, 252, 300] {
+            for value_len in [0, 1, 8, 199, 200, 201, 252, 260] {
+                let (key, value) = (&bytes[..key_len], &bytes[key_len..key_len + value_len]);
+                let mut h = Xxh3::new();
+                h.update(&(key_len as u32).to_le_bytes());
+                h.update(key);
+                h.update(value);
+                assert_eq!(
+                    TableDigest::row_hash(key, value),
+                    h.digest128(),
+                    "key {key_len} value {value_len}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn order_independent_and_sensitive_to_every_byte() {

@@ -3,11 +3,13 @@
 //! generator. Built on the concrete engines: migration is MDBX <-> RocksDB by nature.
 
 pub mod abandon;
+mod copy_feed;
 pub mod crash;
 pub mod datadir;
 pub mod digest;
 pub mod error;
 pub mod fault;
+mod file_check;
 pub mod generate;
 pub mod layout_set;
 pub mod migrate;

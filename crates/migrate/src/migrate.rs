@@ -11,18 +11,20 @@
 //! verification one MDBX transaction records the layout, then RocksDB's copy is range-deleted.
 
 use crate::{
+    copy_feed,
     crash::crash_point,
     datadir::{Datadir, effective_layout, remove_durably, sync_parent},
     digest::TableDigest,
     error::{MigrateError, io},
     fault::{self, FaultPoint},
+    file_check::{Checked, FileChecker, FileRange},
     plan::{MigrateRequest, Plan, plan},
     progress::Progress,
     state::{MigrationState, Phase, RollbackProgress, SstChunk, rollback_key},
 };
 use reth_hybrid_api::{
     EngineKind, Tables,
-    raw::{RawCursor, RawEngine, RawResult, RawTx, RawTxMut},
+    raw::{RawCursor, RawEngine, RawTx, RawTxMut},
 };
 use reth_hybrid_hybrid::{
     HybridDb, HybridOptions, Layout,
@@ -33,6 +35,9 @@ use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions, lock::StorageLock};
 use reth_hybrid_rocksdb::RocksEngine;
 use serde::Serialize;
 use std::{path::Path, time::Instant};
+
+/// Parts each SST file is read back in (see `file_check`).
+const FILE_PARTS: u64 = 4;
 
 /// What one table's migration did.
 #[derive(Debug, Clone, Serialize)]
@@ -251,68 +256,6 @@ impl Run<'_> {
         Ok(digest)
     }
 
-    /// The RocksDB side's digest, scanned by one thread per group of SST-file key ranges (the
-    /// files' last keys split the table into disjoint ranges; digests add up in any order).
-    fn rocks_digest_parallel(
-        &self,
-        table: Tables,
-        boundaries: &[Vec<u8>],
-    ) -> Result<TableDigest, MigrateError> {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8);
-        if threads < 2 || boundaries.len() < 2 {
-            return self.rocks_digest(table);
-        }
-        // Range i covers (end of range i-1, its last boundary]; the last range is unbounded
-        // above, which also counts any row past the last file (there should be none).
-        let per = boundaries.len().div_ceil(threads);
-        let ends: Vec<Option<&[u8]>> = boundaries
-            .chunks(per)
-            .enumerate()
-            .map(|(i, group)| {
-                let last = i == boundaries.len().div_ceil(per) - 1;
-                (!last).then(|| group.last().expect("non-empty").as_slice())
-            })
-            .collect();
-        let total = self.rocks.table_size(table).estimated_rows;
-        self.progress.begin(
-            &format!("{table}: checksum in RocksDB ({} threads)", ends.len()),
-            Some(total),
-        );
-        let results: Vec<RawResult<TableDigest>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = ends
-                .iter()
-                .enumerate()
-                .map(|(i, end)| {
-                    let after = if i == 0 { None } else { ends[i - 1] };
-                    let (rocks, progress) = (&self.rocks, self.progress);
-                    scope.spawn(move || {
-                        let mut digest = TableDigest::default();
-                        rocks.scan_range(table, after, *end, |k, v| {
-                            digest.add(k, v);
-                            if digest.rows % 8192 == 0 {
-                                progress.advance(8192);
-                            }
-                            Ok(true)
-                        })?;
-                        Ok(digest)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("checksum thread panicked"))
-                .collect()
-        });
-        self.progress.end();
-        let mut digest = TableDigest::default();
-        for r in results {
-            digest.merge(&r?);
-        }
-        Ok(digest)
-    }
-
     // ---- MDBX -> RocksDB ----
 
     fn move_to_rocksdb(&mut self, idx: usize) -> Result<(TableDigest, u64), MigrateError> {
@@ -334,44 +277,101 @@ impl Run<'_> {
             self.finish_table(idx)?;
             return Ok((digest, sst_bytes(&self.state.tables[idx])));
         }
-        let mut single_pass = false;
-        if self.state.tables[idx].phase == Phase::Copying {
-            if self.rocks.table_has_rows(table)? {
-                return Err(self.bad_state(format!(
-                    "{table} has rows in RocksDB before its SST files were ingested"
-                )));
-            }
-            single_pass = self.copy_to_sst(idx)?;
-            self.table_state(idx).phase = Phase::Written;
-            self.step = "recording the finished copy".into();
-            self.state.write(&self.dd)?;
-        }
         let dir = self.dd.staging().join(table.name());
-        let files: Vec<_> = self.state.tables[idx]
-            .chunks
-            .iter()
-            .map(|c| dir.join(&c.file))
-            .collect();
-        if !self.rocks.table_has_rows(table)? {
-            if let Some(missing) = files.iter().find(|f| !f.exists()) {
-                return Err(self.bad_state(format!(
-                    "SST file {} is missing and {table} was not ingested",
-                    missing.display()
-                )));
+        let copied = match self.copy_ingest_check(idx) {
+            Err(MigrateError::VerifyFailed {
+                table,
+                source_rows,
+                source_sum,
+                target_rows,
+                target_sum,
+            }) => {
+                // What RocksDB serves is not what was copied: remove the copy, keep the source.
+                self.rocks.clear_table(table)?;
+                let st = self.table_state(idx);
+                st.phase = Phase::Copying;
+                st.chunks.clear();
+                self.state.write(&self.dd)?;
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(MigrateError::VerifyFailed {
+                    table,
+                    source_rows,
+                    source_sum,
+                    target_rows,
+                    target_sum,
+                });
             }
-            self.progress.begin(
-                &format!("{table}: ingesting {} SST files", files.len()),
-                None,
-            );
-            self.step = format!("ingesting {} SST files into RocksDB", files.len());
-            fault::inject(FaultPoint::Ingest).map_err(io(&dir))?;
-            self.rocks.ingest_sst_files(table, &files)?;
-            fault::inject(FaultPoint::IngestLanded).map_err(io(&dir))?;
+            other => other?,
+        };
+        crash_point!("AfterVerify");
+        self.progress.begin(
+            &format!("{table}: switch (clear in MDBX, record the layout)"),
+            None,
+        );
+        self.step = "switching (clearing MDBX's copy, recording the layout)".into();
+        self.switch_layout(table, EngineKind::RocksDb, |wtx| Ok(wtx.clear(table)?))?;
+        self.progress.end();
+        crash_point!("AfterSwitch");
+        self.finish_table(idx)?;
+        Ok((copied, sst_bytes(&self.state.tables[idx])))
+    }
+
+    /// Copies the table into SST files, ingesting each into RocksDB as soon as it is written
+    /// and recorded, while a second thread reads each ingested file back and compares it with
+    /// what was written. Then checks the source side and that RocksDB holds nothing else.
+    /// Returns the digest both sides agree on; `VerifyFailed` when they do not.
+    fn copy_ingest_check(&mut self, idx: usize) -> Result<TableDigest, MigrateError> {
+        let table = self.state.tables[idx].table;
+        let landed = self.landed_files(idx)?;
+        let rocks = self.rocks.clone();
+        let mut single_pass = false;
+        std::thread::scope(|scope| -> Result<(), MigrateError> {
+            let mut checker = FileChecker::spawn(scope, &rocks, table);
+            // Files recorded by an interrupted run: ingest those RocksDB lacks, check those not
+            // checked yet.
+            for file in 0..self.state.tables[idx].chunks.len() {
+                if file >= landed {
+                    self.ingest_file(idx, file)?;
+                }
+                if !self.state.tables[idx].chunks[file].verified {
+                    checker.queue(self.file_range(idx, file)?);
+                }
+            }
+            if self.state.tables[idx].phase == Phase::Copying {
+                single_pass = self.copy_to_sst(idx, &mut checker)?;
+                self.table_state(idx).phase = Phase::Written;
+            }
+            self.step = "reading the last SST files back from RocksDB".into();
+            self.progress
+                .begin(&format!("{table}: reading back the last SST files"), None);
+            let checked = checker.finish();
             self.progress.end();
-            crash_point!("AfterIngest");
-        }
-        let copied = self.state.tables[idx].copied();
+            self.record_checks(idx, checked)
+        })?;
+        self.step = "recording the checked files".into();
+        self.state.write(&self.dd)?;
+
         self.step = "verifying both copies".into();
+        let state = &self.state.tables[idx];
+        let copied = state.copied();
+        if let Some(unchecked) = state.chunks.iter().find(|c| !c.verified) {
+            return Err(self.bad_state(format!(
+                "SST file {} of {table} was not read back",
+                unchecked.file
+            )));
+        }
+        // Rows past the last file (there should be none; the first file's range is unbounded
+        // below, so every row before it was counted).
+        let last = match state.chunks.last() {
+            Some(c) => Some(self.decode_key(&c.last_stored_key)?),
+            None => None,
+        };
+        let mut extra = TableDigest::default();
+        self.rocks
+            .scan_range(table, last.as_deref(), None, |k, v| {
+                extra.add(k, v);
+                Ok(true)
+            })?;
         // The source side: the copy's own checksum when the whole table was read in this run's
         // one transaction (we hold the storage lock, so nothing changed since); after an
         // interruption the source may have been opened in between, so it is read again.
@@ -387,19 +387,9 @@ impl Run<'_> {
         } else {
             self.mdbx_digest(table)?
         };
-        let boundaries: Vec<Vec<u8>> = self.state.tables[idx]
-            .chunks
-            .iter()
-            .filter_map(|c| hex::decode(&c.last_stored_key).ok())
-            .collect();
-        let target = self.rocks_digest_parallel(table, &boundaries)?;
-        if source != target || copied != source {
-            self.rocks.clear_table(table)?;
-            let st = self.table_state(idx);
-            st.phase = Phase::Copying;
-            st.chunks.clear();
-            self.state.write(&self.dd)?;
-            let _ = std::fs::remove_dir_all(&dir);
+        let mut target = copied;
+        target.merge(&extra);
+        if source != target {
             return Err(MigrateError::VerifyFailed {
                 table,
                 source_rows: source.rows,
@@ -408,17 +398,87 @@ impl Run<'_> {
                 target_sum: target.sum_hex(),
             });
         }
-        crash_point!("AfterVerify");
-        self.progress.begin(
-            &format!("{table}: switch (clear in MDBX, record the layout)"),
-            None,
-        );
-        self.step = "switching (clearing MDBX's copy, recording the layout)".into();
-        self.switch_layout(table, EngineKind::RocksDb, |wtx| Ok(wtx.clear(table)?))?;
-        self.progress.end();
-        crash_point!("AfterSwitch");
-        self.finish_table(idx)?;
-        Ok((source, sst_bytes(&self.state.tables[idx])))
+        Ok(source)
+    }
+
+    /// How many of the table's recorded files RocksDB holds: files are ingested in key order,
+    /// so its last row is the last row of the last file that landed.
+    fn landed_files(&self, idx: usize) -> Result<usize, MigrateError> {
+        let table = self.state.tables[idx].table;
+        let Some(last) = self.rocks.last_stored_key(table)? else {
+            return Ok(0);
+        };
+        let wanted = hex::encode(&last);
+        self.state.tables[idx]
+            .chunks
+            .iter()
+            .position(|c| c.last_stored_key == wanted)
+            .map(|i| i + 1)
+            .ok_or_else(|| {
+                self.bad_state(format!(
+                    "{table} has rows in RocksDB (up to key {wanted}) that no recorded SST file \
+                     ends with"
+                ))
+            })
+    }
+
+    fn ingest_file(&mut self, idx: usize, file: usize) -> Result<(), MigrateError> {
+        let table = self.state.tables[idx].table;
+        let dir = self.dd.staging().join(table.name());
+        let path = dir.join(&self.state.tables[idx].chunks[file].file);
+        if !path.exists() {
+            return Err(self.bad_state(format!(
+                "SST file {} is missing and was not ingested into {table}",
+                path.display()
+            )));
+        }
+        self.step = format!("ingesting SST file {} into RocksDB", path.display());
+        fault::inject(FaultPoint::Ingest).map_err(io(&dir))?;
+        self.rocks.ingest_sst_files(table, &[path])?;
+        fault::inject(FaultPoint::IngestLanded).map_err(io(&dir))?;
+        crash_point!("AfterIngest");
+        Ok(())
+    }
+
+    /// The stored keys of recorded file `file`: after the previous file's last, up to its own.
+    fn file_range(&self, idx: usize, file: usize) -> Result<FileRange, MigrateError> {
+        let chunks = &self.state.tables[idx].chunks;
+        let after = match file.checked_sub(1) {
+            Some(prev) => Some(self.decode_key(&chunks[prev].last_stored_key)?),
+            None => None,
+        };
+        let mut ends = chunks[file]
+            .split_keys
+            .iter()
+            .map(|k| self.decode_key(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        ends.push(self.decode_key(&chunks[file].last_stored_key)?);
+        Ok(FileRange { file, after, ends })
+    }
+
+    fn decode_key(&self, hex_key: &str) -> Result<Vec<u8>, MigrateError> {
+        hex::decode(hex_key).map_err(|e| self.bad_state(format!("bad stored key {hex_key}: {e}")))
+    }
+
+    /// Marks the files whose rows RocksDB served as written (persisted with the next state
+    /// write); a file that reads back differently fails the table's verification.
+    fn record_checks(&mut self, idx: usize, checked: Vec<Checked>) -> Result<(), MigrateError> {
+        let table = self.state.tables[idx].table;
+        for (file, digest) in checked {
+            let digest = digest?;
+            let chunk = &mut self.state.tables[idx].chunks[file];
+            if digest != chunk.digest {
+                return Err(MigrateError::VerifyFailed {
+                    table,
+                    source_rows: chunk.digest.rows,
+                    source_sum: chunk.digest.sum_hex(),
+                    target_rows: digest.rows,
+                    target_sum: digest.sum_hex(),
+                });
+            }
+            chunk.verified = true;
+        }
+        Ok(())
     }
 
     fn finish_table(&mut self, idx: usize) -> Result<(), MigrateError> {
@@ -440,9 +500,10 @@ impl Run<'_> {
         }
     }
 
-    /// Streams the table from MDBX into SST files, resuming after the last recorded file.
-    /// Returns whether the whole table was copied in this one pass (one read transaction).
-    fn copy_to_sst(&mut self, idx: usize) -> Result<bool, MigrateError> {
+    /// Streams the table from MDBX into SST files, resuming after the last recorded file; each
+    /// file is recorded, ingested and queued for `checker`. Returns whether the whole table was
+    /// copied in this one pass (one read transaction).
+    fn copy_to_sst(&mut self, idx: usize, checker: &mut FileChecker) -> Result<bool, MigrateError> {
         let table = self.state.tables[idx].table;
         let dir = self.dd.staging().join(table.name());
         self.step = format!("preparing {}", dir.display());
@@ -468,64 +529,55 @@ impl Run<'_> {
             .iter()
             .map(|c| c.digest.rows)
             .sum();
-        self.progress
-            .begin(&format!("{table}: MDBX -> SST files"), Some(total));
+        self.progress.begin(
+            &format!("{table}: MDBX -> SST files -> RocksDB, each file read back"),
+            Some(total),
+        );
         self.progress.advance(done_rows);
         let mut cursor = tx.cursor(table)?;
-        let next = match self.state.tables[idx].chunks.last() {
-            None => cursor.first()?,
-            Some(chunk) => {
-                let last = hex::decode(&chunk.last_stored_key)
-                    .map_err(|e| self.bad_state(format!("bad resume key: {e}")))?;
-                let seek_key = match table.dupsort_key_len() {
-                    Some(len) => &last[..len.min(last.len())],
-                    None => &last[..],
-                };
-                let mut row = cursor.seek(seek_key)?;
-                while let Some((k, v)) = &row {
-                    if RocksEngine::stored_key(table, k, v) > last {
-                        break;
-                    }
-                    row = cursor.next()?;
-                }
-                row
-            }
+        let resume_after = match self.state.tables[idx].chunks.last() {
+            Some(chunk) => Some(self.decode_key(&chunk.last_stored_key)?),
+            None => None,
         };
+        let first = copy_feed::position(&mut cursor, table, resume_after.as_deref())?;
         let target = self.request.sst_file_bytes.max(1);
         let single_pass = self.state.tables[idx].chunks.is_empty();
-        // A reader thread walks MDBX and hashes rows while this thread writes SST files.
-        let (sender, receiver) = std::sync::mpsc::sync_channel::<RawResult<Vec<HashedRow>>>(8);
+        let dupsort = table.dupsort_key_len().is_some();
         std::thread::scope(|scope| -> Result<(), MigrateError> {
-            scope.spawn(move || read_rows(cursor, next, sender));
-            let mut feed = RowFeed {
-                pending: Vec::new().into_iter(),
-                receiver,
-            };
-            let mut carry = feed.next()?;
-            while carry.is_some() {
+            let mut feed = copy_feed::spawn_reader(scope, cursor, first);
+            while feed.current()?.is_some() {
                 let file = format!("{:06}.sst", self.state.tables[idx].chunks.len());
                 let path = dir.join(&file);
                 self.step = format!("writing SST file {}", path.display());
                 let mut digest = TableDigest::default();
-                let mut last_key = Vec::new();
+                let (mut last_key, mut split_keys) = (Vec::new(), Vec::new());
+                let part_bytes = (target / FILE_PARTS).max(1);
                 let progress = self.progress;
                 let written = self.rocks.write_sst_file(table, &path, |sink| {
-                    while let Some((k, v, hash)) = carry.take() {
-                        sink.put(&k, &v)?;
+                    while let Some(row) = feed.current()? {
+                        sink.put(row.key, row.value)?;
                         if digest.rows == 0 {
                             // A fault after the file's first row leaves it half-written.
                             fault::inject(FaultPoint::SstWrite).map_err(|e| {
                                 reth_hybrid_api::DatabaseError::Custom(std::sync::Arc::new(e))
                             })?;
                         }
-                        digest.add_hash(hash);
+                        digest.add_hash(row.hash);
+                        last_key.clear();
+                        last_key.extend_from_slice(row.key);
+                        if dupsort {
+                            last_key.extend_from_slice(row.value);
+                        }
                         if digest.rows % 8192 == 0 {
                             progress.advance(8192);
                         }
-                        carry = feed.next()?;
-                        if carry.is_none() || sink.file_bytes() >= target {
-                            last_key = RocksEngine::stored_key(table, &k, &v);
+                        feed.advance();
+                        let bytes = sink.file_bytes();
+                        if bytes >= target {
                             break;
+                        }
+                        if bytes >= part_bytes * (split_keys.len() as u64 + 1) {
+                            split_keys.push(hex::encode(&last_key));
                         }
                     }
                     Ok(())
@@ -538,10 +590,17 @@ impl Run<'_> {
                     bytes: sst.bytes,
                     digest,
                     last_stored_key: hex::encode(&last_key),
+                    split_keys,
+                    verified: false,
                 });
                 self.step = format!("recording SST file {}", path.display());
                 self.state.write(&self.dd)?;
                 crash_point!("CopyAfterCheckpoint");
+                let recorded = self.state.tables[idx].chunks.len() - 1;
+                self.ingest_file(idx, recorded)?;
+                checker.queue(self.file_range(idx, recorded)?);
+                let ready = checker.ready();
+                self.record_checks(idx, ready)?;
             }
             Ok(())
         })?;
@@ -765,59 +824,6 @@ fn compact_mdbx(
     drop(lock);
     let after = allocated_bytes(&file)?;
     Ok((before, after))
-}
-
-type HashedRow = (Vec<u8>, Vec<u8>, u128);
-const READ_BATCH_ROWS: usize = 4096;
-
-/// The reader thread of a copy: rows from `next` on, hashed, in batches. Stops at the end, on
-/// an error (sent on), or when the writer hung up.
-fn read_rows(
-    mut cursor: reth_hybrid_mdbx::MdbxCursor,
-    mut next: Option<(Vec<u8>, Vec<u8>)>,
-    sender: std::sync::mpsc::SyncSender<RawResult<Vec<HashedRow>>>,
-) {
-    while next.is_some() {
-        let mut batch = Vec::with_capacity(READ_BATCH_ROWS);
-        while let Some((k, v)) = next.take() {
-            let hash = TableDigest::row_hash(&k, &v);
-            batch.push((k, v, hash));
-            match cursor.next() {
-                Ok(row) => next = row,
-                Err(e) => {
-                    let _ = sender.send(Err(e));
-                    return;
-                }
-            }
-            if batch.len() == READ_BATCH_ROWS {
-                break;
-            }
-        }
-        if sender.send(Ok(batch)).is_err() {
-            return;
-        }
-    }
-}
-
-/// The writer's side of the reader thread's batches, one row at a time.
-struct RowFeed {
-    pending: std::vec::IntoIter<HashedRow>,
-    receiver: std::sync::mpsc::Receiver<RawResult<Vec<HashedRow>>>,
-}
-
-impl RowFeed {
-    fn next(&mut self) -> RawResult<Option<HashedRow>> {
-        loop {
-            if let Some(row) = self.pending.next() {
-                return Ok(Some(row));
-            }
-            match self.receiver.recv() {
-                Ok(batch) => self.pending = batch?.into_iter(),
-                // The reader finished and hung up.
-                Err(_) => return Ok(None),
-            }
-        }
-    }
 }
 
 /// Wraps the failure of a step that touches the disk (a full disk, a file-size limit, an I/O

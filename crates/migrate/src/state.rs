@@ -11,7 +11,10 @@ use crate::{
 use reth_hybrid_api::{EngineKind, Tables};
 use serde::{Deserialize, Serialize};
 
-const STATE_VERSION: u32 = 1;
+/// Version 2 ingests and checks each SST file as it is written (`SstChunk::verified`); a
+/// version-1 state (every file ingested at the end) is resumed the same way.
+const STATE_VERSION: u32 = 2;
+const READABLE_VERSIONS: [u32; 2] = [1, 2];
 
 /// Where a table stands in its migration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,7 +22,7 @@ const STATE_VERSION: u32 = 1;
 pub enum Phase {
     /// Rows are being copied (into SST files, or into MDBX on a rollback).
     Copying,
-    /// Every SST file is written; next: ingest, verify, switch.
+    /// Every SST file is written and ingested; next: check what is left, switch.
     Written,
     Done,
 }
@@ -32,6 +35,14 @@ pub struct SstChunk {
     pub digest: TableDigest,
     /// Hex of the RocksDB key of the file's last row (where the copy resumes).
     pub last_stored_key: String,
+    /// Hex of stored keys inside the file, about every quarter of it, so it can be read back
+    /// by several threads at once (each part ends at one of them, the last at
+    /// `last_stored_key`).
+    #[serde(default)]
+    pub split_keys: Vec<String>,
+    /// Whether the file's rows were read back from RocksDB and matched `digest`.
+    #[serde(default)]
+    pub verified: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,21 +101,24 @@ impl MigrationState {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io(&path)(e)),
         };
-        let state: Self =
+        let mut state: Self =
             serde_json::from_slice(&bytes).map_err(|e| MigrateError::UnreadableState {
                 path: path.clone(),
                 reason: format!("not a migration state: {e}"),
             })?;
-        if state.version != STATE_VERSION {
+        if !READABLE_VERSIONS.contains(&state.version) {
             return Err(MigrateError::UnreadableState {
                 path,
                 reason: format!(
-                    "state version {}, this tool reads version {STATE_VERSION}; the tool that \
-                     started the migration can resume it",
+                    "state version {}, this tool reads versions {READABLE_VERSIONS:?}; the tool \
+                     that started the migration can resume it",
                     state.version
                 ),
             });
         }
+        // Written back as the current version: files are ingested one by one from now on,
+        // which a version-1 tool would take for rows of unknown origin.
+        state.version = STATE_VERSION;
         Ok(Some(state))
     }
 

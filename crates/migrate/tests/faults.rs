@@ -326,6 +326,119 @@ fn compaction_fault_fails_cleanly_and_resumes_identical() {
     each_errno(EngineKind::RocksDb, FaultPoint::CompactCopy, &[1], 36);
 }
 
+/// A staged SST file that no longer holds what the copy wrote into it (changed on disk after it
+/// was recorded, before it was ingested) is caught when RocksDB serves its rows back: the
+/// migration fails with `VerifyFailed`, removes RocksDB's copy and the staged files, leaves the
+/// source whole, and a rerun migrates as if nothing had happened.
+#[test]
+fn a_changed_sst_file_fails_verification_and_a_rerun_recovers() {
+    let c = case(37);
+    let work = tempfile::tempdir().expect("tmp");
+    let d = work.path();
+    copy_tree(c.template.path(), d);
+    {
+        // The first file is written and recorded; its ingestion fails before landing.
+        let _armed = fault::arm(FaultPoint::Ingest, 1, libc::EIO);
+        migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect_err("ingestion fault");
+    }
+    let dd = Datadir::new(d);
+    let state = MigrationState::read(&dd)
+        .expect("state")
+        .expect("in progress");
+    let (table, chunk) = (state.tables[0].table, &state.tables[0].chunks[0]);
+    let last = hex::decode(&chunk.last_stored_key).expect("hex");
+    let mut rows = Vec::new();
+    {
+        let mdbx = MdbxEngine::open_read_only(d).expect("mdbx");
+        let tx = mdbx.begin_ro().expect("ro");
+        let mut cursor = tx.cursor(table).expect("cursor");
+        let mut next = cursor.first().expect("first");
+        while let Some((k, v)) = next {
+            if RocksEngine::stored_key(table, &k, &v) > last {
+                break;
+            }
+            rows.push((k, v));
+            next = cursor.next().expect("next");
+        }
+    }
+    assert_eq!(rows.len() as u64, chunk.digest.rows);
+    // The same keys, one value changed: a well-formed file RocksDB ingests without complaint.
+    let path = dd.staging().join(table.name()).join(&chunk.file);
+    {
+        let rocks = RocksEngine::open_in_datadir_for_bulk(d).expect("rocksdb");
+        let changed = rows.len() / 2;
+        rocks
+            .write_sst_file(table, &path, |sink| {
+                for (i, (k, v)) in rows.iter().enumerate() {
+                    let mut v = v.clone();
+                    if i == changed {
+                        v.push(0x5a);
+                    }
+                    sink.put(k, &v)?;
+                }
+                Ok(())
+            })
+            .expect("rewrite")
+            .expect("rows");
+    }
+    let err = migrate(d, &request(EngineKind::RocksDb), &NoProgress)
+        .expect_err("the changed file must fail verification");
+    assert!(
+        matches!(
+            err,
+            MigrateError::VerifyFailed {
+                table: t,
+                source_rows,
+                target_rows,
+                ..
+            } if t == table && source_rows == chunk.digest.rows && target_rows == source_rows
+        ),
+        "{}",
+        chain(&err)
+    );
+    assert!(
+        err.to_string().contains("run the same command again"),
+        "{err}"
+    );
+    assert_consistent(d, &c.original, "after VerifyFailed");
+    assert_eq!(counts(d, table).1, 0, "RocksDB's copy was not removed");
+    assert!(
+        !dd.staging().join(table.name()).exists(),
+        "staged files left"
+    );
+    migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect("rerun");
+    assert_same_as_uninterrupted(d, &c.forward, "rerun after VerifyFailed");
+}
+
+/// A migration interrupted by the previous version (state version 1: files recorded without
+/// read-back marks or split keys, none ingested before all were written) resumes with this one
+/// and ends as an uninterrupted migration.
+#[test]
+fn a_version_1_state_resumes() {
+    let c = case(38);
+    let work = tempfile::tempdir().expect("tmp");
+    let d = work.path();
+    copy_tree(c.template.path(), d);
+    {
+        // The first table's files are written and recorded; the first ingestion fails.
+        let _armed = fault::arm(FaultPoint::Ingest, 1, libc::EIO);
+        migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect_err("ingestion fault");
+    }
+    let path = Datadir::new(d).state_file();
+    let mut state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("state")).expect("json");
+    state["version"] = 1.into();
+    for table in state["tables"].as_array_mut().expect("tables") {
+        for chunk in table["chunks"].as_array_mut().expect("chunks") {
+            let chunk = chunk.as_object_mut().expect("chunk");
+            assert!(chunk.remove("verified").is_some() && chunk.remove("split_keys").is_some());
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec(&state).expect("json")).expect("write");
+    migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect("resume");
+    assert_same_as_uninterrupted(d, &c.forward, "resumed from a version-1 state");
+}
+
 // ---- RLIMIT_FSIZE: a real EFBIG from write(2) ----
 
 const FSIZE_CHILD_DIR: &str = "RETH_HYBRID_FSIZE_CHILD_DIR";

@@ -214,6 +214,15 @@ impl RocksEngine {
         }
     }
 
+    /// The stored key of `table`'s last row (see [`Self::stored_key`]), `None` when it is empty.
+    /// A migration ingesting its files in key order learns from it which ones landed.
+    pub fn last_stored_key(&self, table: Tables) -> RawResult<Option<Vec<u8>>> {
+        let mut it = self.inner.db.raw_iterator_cf(self.inner.cf(table));
+        it.seek_to_last();
+        it.status().map_err(|e| read_err("scan", table, e))?;
+        Ok(it.key().map(<[u8]>::to_vec))
+    }
+
     /// Whether `table` holds any row (control rows included).
     pub fn table_has_rows(&self, table: Tables) -> RawResult<bool> {
         let mut it = self.inner.db.raw_iterator_cf(self.inner.cf(table));
