@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 pub mod persist;
+pub mod raw_copy;
 pub mod reth_bench;
 pub mod scale;
 pub mod seeds;
