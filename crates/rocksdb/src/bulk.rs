@@ -73,6 +73,19 @@ pub struct SstFile {
     pub bytes: u64,
 }
 
+/// One SST file of a table, as RocksDB's metadata describes it (a migration checks where its
+/// ingested files landed from these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSstFile {
+    pub name: String,
+    pub level: i32,
+    /// Smallest and largest stored key in the file.
+    pub start: Vec<u8>,
+    pub end: Vec<u8>,
+    pub entries: u64,
+    pub deletions: u64,
+}
+
 /// A table's size in RocksDB (estimates: RocksDB counts keys only approximately).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TableSize {
@@ -212,6 +225,27 @@ impl RocksEngine {
             None => key.to_vec(),
             Some(_) => [key, value].concat(),
         }
+    }
+
+    /// The live SST files of `table`.
+    pub fn sst_files(&self, table: Tables) -> RawResult<Vec<TableSstFile>> {
+        let files = self
+            .inner
+            .db
+            .live_files()
+            .map_err(|e| read_err("live files", table, e))?;
+        Ok(files
+            .into_iter()
+            .filter(|f| f.column_family_name == table.name())
+            .map(|f| TableSstFile {
+                name: f.name,
+                level: f.level,
+                start: f.start_key.unwrap_or_default(),
+                end: f.end_key.unwrap_or_default(),
+                entries: f.num_entries,
+                deletions: f.num_deletions,
+            })
+            .collect())
     }
 
     /// The stored key of `table`'s last row (see [`Self::stored_key`]), `None` when it is empty.

@@ -18,9 +18,13 @@ mod tx;
 mod view;
 
 pub use bulk::{
-    SstFile, SstSink, TableSize, UpstreamColumnFamily, inspect_upstream_rocksdb, is_initialized,
+    SstFile, SstSink, TableSize, TableSstFile, UpstreamColumnFamily, inspect_upstream_rocksdb,
+    is_initialized,
 };
 pub use env::{HYBRID_ROCKSDB_DIR, RocksEngine, open_engines, wait_for_engines_closed};
 pub use error::RocksError;
-pub use options::{RocksOptions, SPILL_BYTES_ENV};
+pub use options::{
+    BLOCK_CACHE_MIB_ENV, RocksOptions, SPILL_BYTES_ENV, block_cache_for_ram,
+    default_block_cache_bytes,
+};
 pub use tx::{RocksCursor, RocksStore, RocksTx, RocksTxMut};
