@@ -69,7 +69,8 @@ impl MdbxCursor {
     /// Moves to the next row up to `limit` times under one lock, handing each row to `f` as
     /// borrowed bytes (valid only during the call). Returns how many rows `f` saw; fewer than
     /// `limit` means the table ended. For bulk readers (the migration's copy), which would
-    /// otherwise pay a lock and two allocations per row.
+    /// otherwise pay a lock and two allocations per row. `f` runs under the transaction's lock:
+    /// it must not use another cursor of the same transaction (that would deadlock).
     pub fn next_rows(&mut self, limit: usize, mut f: impl FnMut(&[u8], &[u8])) -> RawResult<usize> {
         let (_g, _txn) = self.tx.lock()?;
         for seen in 0..limit {

@@ -22,8 +22,8 @@ impl TableDigest {
         self.add_hash(Self::row_hash(key, value));
     }
 
-    /// The hash [`Self::add`] sums (so a reader thread can hash while another writes).
-    /// The hash of `len(key) as u32 LE ++ key ++ value`. Rows up to [`ONE_SHOT_BYTES`] (every
+    /// The hash [`Self::add`] sums (so a reader thread can hash while another writes): of
+    /// `len(key) as u32 LE ++ key ++ value`. Rows up to [`ONE_SHOT_BYTES`] (every
     /// tx-hash row, most history rows) are hashed in one call from a stack buffer, which gives
     /// the same value as the streaming hasher at a fraction of its cost.
     pub fn row_hash(key: &[u8], value: &[u8]) -> u128 {

@@ -59,6 +59,11 @@ pub enum MigrateError {
         target_sum: String,
     },
     #[error(
+        "verification of {table} failed: {reason}. The source was not touched and the copy was \
+         removed; run the same command again to copy it anew"
+    )]
+    MisplacedFiles { table: Tables, reason: String },
+    #[error(
         "the migration state {path} is inconsistent with the datadir ({reason}); nothing was \
          changed. Give the migration up with `reth-hybrid migrate --datadir {dd} --abandon` (it \
          keeps every table where the layout records it and removes the partial copy; see \

@@ -7,7 +7,11 @@
 use crate::digest::TableDigest;
 use reth_hybrid_api::{Tables, raw::RawResult};
 use reth_hybrid_rocksdb::RocksEngine;
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+    mpsc::{Receiver, Sender, channel},
+};
 
 /// Threads reading files back: during the copy they share the cores with the copy's two
 /// threads; after it, the last files are read in parallel.
@@ -39,6 +43,9 @@ pub(crate) type Checked = (usize, RawResult<TableDigest>);
 /// are read.
 pub(crate) struct FileChecker {
     jobs: Option<Sender<Part>>,
+    /// Set when the handle is dropped without `finish` (the migration stopped on an error):
+    /// the threads skip what is still queued instead of reading it all first.
+    cancelled: Arc<AtomicBool>,
     results: Receiver<Checked>,
     /// Per queued file not yet complete: parts still out, and the digest of those read.
     open: std::collections::HashMap<usize, (usize, RawResult<TableDigest>)>,
@@ -52,15 +59,20 @@ impl FileChecker {
         table: Tables,
     ) -> Self {
         let (jobs, job_rx) = channel::<Part>();
-        let job_rx = std::sync::Arc::new(std::sync::Mutex::new(job_rx));
+        let job_rx = Arc::new(std::sync::Mutex::new(job_rx));
         let (result_tx, results) = channel();
+        let cancelled = Arc::new(AtomicBool::new(false));
         for _ in 0..CHECK_THREADS {
             let (job_rx, result_tx) = (job_rx.clone(), result_tx.clone());
+            let cancelled = cancelled.clone();
             scope.spawn(move || {
                 yield_to_the_copy();
                 loop {
                     let next = job_rx.lock().map(|rx| rx.recv());
                     let Ok(Ok(part)) = next else { return };
+                    if cancelled.load(Ordering::Relaxed) {
+                        return;
+                    }
                     let digest = part_digest(rocks, table, &part);
                     if result_tx.send((part.file, digest)).is_err() {
                         return;
@@ -70,6 +82,7 @@ impl FileChecker {
         }
         Self {
             jobs: Some(jobs),
+            cancelled,
             results,
             open: Default::default(),
         }
@@ -128,14 +141,25 @@ impl FileChecker {
     }
 }
 
+impl Drop for FileChecker {
+    fn drop(&mut self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Lowers this thread's scheduling priority (Linux: per thread): the copy's writer is the
 /// migration's critical path, so on a machine with few cores the read-back takes the CPU time
 /// the copy leaves, and all of it once the copy is done.
 fn yield_to_the_copy() {
+    #[cfg(target_os = "linux")]
     // SAFETY: plain system calls on the calling thread; a failure only leaves the priority.
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        *libc::__errno_location() = 0;
+        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
+        if current != -1 || *libc::__errno_location() == 0 {
+            libc::setpriority(libc::PRIO_PROCESS, tid, (current + 10).min(19));
+        }
     }
 }
 

@@ -2,9 +2,10 @@
 //! every step is durable and resumable (see docs/migration.md for the operator's view).
 //!
 //! MDBX -> RocksDB: the MDBX cursor (bytewise order, as RocksDB sorts) streams into SST files
-//! written with the table's own options; each finished file is recorded in the state file; then
-//! all files are ingested in one atomic call, both sides are scanned and compared (rows and
-//! checksum), and one MDBX transaction clears the source table and records the new layout.
+//! written with the table's own options; each finished file is recorded in the state file and
+//! ingested at once, and checker threads read it back through RocksDB beside the copy; then the
+//! ingested files' key ranges, the source side and the rows past the last file are checked,
+//! and one MDBX transaction clears the source table and records the new layout.
 //!
 //! RocksDB -> MDBX: rows stream from RocksDB into MDBX with `MDBX_APPEND` in batches; each batch
 //! commits together with its position, so a crash loses nothing and repeats nothing. After the
@@ -117,7 +118,12 @@ pub fn migrate(
         (mdbx, rocks)
     };
     let state = match MigrationState::read(&dd)? {
-        Some(s) => s,
+        Some(mut s) => {
+            s.upgrade(&dd).map_err(|e| {
+                step_failed(format!("writing {}", dd.state_file().display()), resume, e)
+            })?;
+            s
+        }
         None => {
             let s = MigrationState::new(request.to, &tables, request.compact, plan.command.clone());
             s.write(&dd).map_err(|e| {
@@ -279,27 +285,17 @@ impl Run<'_> {
         }
         let dir = self.dd.staging().join(table.name());
         let copied = match self.copy_ingest_check(idx) {
-            Err(MigrateError::VerifyFailed {
-                table,
-                source_rows,
-                source_sum,
-                target_rows,
-                target_sum,
-            }) => {
+            Err(e @ (MigrateError::VerifyFailed { .. } | MigrateError::MisplacedFiles { .. })) => {
                 // What RocksDB serves is not what was copied: remove the copy, keep the source.
+                // A crash between these steps leaves RocksDB empty with files recorded that
+                // it consumed; the next run starts the table over (`copy_ingest_check`).
                 self.rocks.clear_table(table)?;
                 let st = self.table_state(idx);
                 st.phase = Phase::Copying;
                 st.chunks.clear();
                 self.state.write(&self.dd)?;
                 let _ = std::fs::remove_dir_all(&dir);
-                return Err(MigrateError::VerifyFailed {
-                    table,
-                    source_rows,
-                    source_sum,
-                    target_rows,
-                    target_sum,
-                });
+                return Err(e);
             }
             other => other?,
         };
@@ -317,12 +313,36 @@ impl Run<'_> {
     }
 
     /// Copies the table into SST files, ingesting each into RocksDB as soon as it is written
-    /// and recorded, while a second thread reads each ingested file back and compares it with
-    /// what was written. Then checks the source side and that RocksDB holds nothing else.
-    /// Returns the digest both sides agree on; `VerifyFailed` when they do not.
+    /// and recorded, while checker threads read each ingested file back and compare it with
+    /// what was written. Then checks where the files landed, the source side, and that nothing
+    /// lies past the last file. Returns the digest both sides agree on; `VerifyFailed` or
+    /// `MisplacedFiles` when they do not.
     fn copy_ingest_check(&mut self, idx: usize) -> Result<TableDigest, MigrateError> {
         let table = self.state.tables[idx].table;
         let landed = self.landed_files(idx)?;
+        let dir = self.dd.staging().join(table.name());
+        let chunks = &self.state.tables[idx].chunks;
+        if let Some(missing) = chunks[landed..]
+            .iter()
+            .map(|c| dir.join(&c.file))
+            .find(|f| !f.exists())
+        {
+            if landed > 0 {
+                return Err(self.bad_state(format!(
+                    "SST file {} is missing and was not ingested into {table}",
+                    missing.display()
+                )));
+            }
+            // RocksDB holds none of the table, so the recorded files were consumed by an
+            // ingestion that a failed verification then removed (a crash before the reset
+            // was recorded): copy the table anew, the source is untouched.
+            tracing::warn!(%table, missing = %missing.display(), "starting the table's copy over");
+            let st = self.table_state(idx);
+            st.phase = Phase::Copying;
+            st.chunks.clear();
+            self.step = "recording the table's fresh start".into();
+            self.state.write(&self.dd)?;
+        }
         let rocks = self.rocks.clone();
         let mut single_pass = false;
         std::thread::scope(|scope| -> Result<(), MigrateError> {
@@ -336,6 +356,8 @@ impl Run<'_> {
                 if !self.state.tables[idx].chunks[file].verified {
                     checker.queue(self.file_range(idx, file)?);
                 }
+                let ready = checker.ready();
+                self.record_checks(idx, ready)?;
             }
             if self.state.tables[idx].phase == Phase::Copying {
                 single_pass = self.copy_to_sst(idx, &mut checker)?;
@@ -360,6 +382,7 @@ impl Run<'_> {
                 unchecked.file
             )));
         }
+        self.check_file_placement(idx)?;
         // Rows past the last file (there should be none; the first file's range is unbounded
         // below, so every row before it was counted).
         let last = match state.chunks.last() {
@@ -422,6 +445,60 @@ impl Run<'_> {
             })
     }
 
+    /// Where RocksDB placed the ingested files: they must not overlap, and each must lie inside
+    /// the key ranges of the recorded files it stands for (one, or consecutive ones had RocksDB
+    /// merged them), with as many rows and no deletions. A file whose rows were read back can
+    /// still be overlapped by a later one (a staged file changed on disk) that would shadow or
+    /// add rows in an already-read range; this catches it from the files' metadata.
+    fn check_file_placement(&self, idx: usize) -> Result<(), MigrateError> {
+        let table = self.state.tables[idx].table;
+        let misplaced = |reason: String| MigrateError::MisplacedFiles { table, reason };
+        let chunks = &self.state.tables[idx].chunks;
+        let lasts = chunks
+            .iter()
+            .map(|c| self.decode_key(&c.last_stored_key))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut files = self.rocks.sst_files(table)?;
+        files.sort_by(|a, b| a.start.cmp(&b.start));
+        let mut next_chunk = 0;
+        for f in &files {
+            if f.deletions > 0 {
+                return Err(misplaced(format!("SST file {} holds deletions", f.name)));
+            }
+            let first = next_chunk;
+            let Some(end) = lasts[first..].iter().position(|l| *l == f.end) else {
+                return Err(misplaced(format!(
+                    "SST file {} ends at a key no recorded file ends at (or overlaps another)",
+                    f.name
+                )));
+            };
+            let end = first + end;
+            if first > 0 && f.start <= lasts[first - 1] {
+                return Err(misplaced(format!(
+                    "SST file {} starts inside the range of recorded file {}",
+                    f.name,
+                    chunks[first - 1].file
+                )));
+            }
+            let rows: u64 = chunks[first..=end].iter().map(|c| c.digest.rows).sum();
+            if f.entries != rows {
+                return Err(misplaced(format!(
+                    "SST file {} holds {} rows where the recorded files held {rows}",
+                    f.name, f.entries
+                )));
+            }
+            next_chunk = end + 1;
+        }
+        if next_chunk != chunks.len() {
+            return Err(misplaced(format!(
+                "RocksDB holds {} SST files for {} recorded ones",
+                files.len(),
+                chunks.len()
+            )));
+        }
+        Ok(())
+    }
+
     fn ingest_file(&mut self, idx: usize, file: usize) -> Result<(), MigrateError> {
         let table = self.state.tables[idx].table;
         let dir = self.dd.staging().join(table.name());
@@ -453,6 +530,17 @@ impl Run<'_> {
             .map(|k| self.decode_key(k))
             .collect::<Result<Vec<_>, _>>()?;
         ends.push(self.decode_key(&chunks[file].last_stored_key)?);
+        // Parts must follow each other inside the file's range, or rows would be counted twice.
+        let mut previous = after.as_deref();
+        for end in &ends {
+            if previous.is_some_and(|p| end.as_slice() < p) {
+                return Err(self.bad_state(format!(
+                    "the split keys of SST file {} are out of order",
+                    chunks[file].file
+                )));
+            }
+            previous = Some(end);
+        }
         Ok(FileRange { file, after, ends })
     }
 

@@ -101,7 +101,7 @@ impl MigrationState {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io(&path)(e)),
         };
-        let mut state: Self =
+        let state: Self =
             serde_json::from_slice(&bytes).map_err(|e| MigrateError::UnreadableState {
                 path: path.clone(),
                 reason: format!("not a migration state: {e}"),
@@ -116,10 +116,19 @@ impl MigrationState {
                 ),
             });
         }
-        // Written back as the current version: files are ingested one by one from now on,
-        // which a version-1 tool would take for rows of unknown origin.
-        state.version = STATE_VERSION;
         Ok(Some(state))
+    }
+
+    /// Records an older version's state as the current version before anything else is done
+    /// (files are ingested one by one from now on, which a version-1 tool would take for rows
+    /// of unknown origin). Returns whether it wrote.
+    pub fn upgrade(&mut self, datadir: &Datadir) -> Result<bool, MigrateError> {
+        if self.version == STATE_VERSION {
+            return Ok(false);
+        }
+        self.version = STATE_VERSION;
+        self.write(datadir)?;
+        Ok(true)
     }
 
     pub fn write(&self, datadir: &Datadir) -> Result<(), MigrateError> {

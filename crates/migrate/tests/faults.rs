@@ -346,41 +346,12 @@ fn a_changed_sst_file_fails_verification_and_a_rerun_recovers() {
         .expect("state")
         .expect("in progress");
     let (table, chunk) = (state.tables[0].table, &state.tables[0].chunks[0]);
-    let last = hex::decode(&chunk.last_stored_key).expect("hex");
-    let mut rows = Vec::new();
-    {
-        let mdbx = MdbxEngine::open_read_only(d).expect("mdbx");
-        let tx = mdbx.begin_ro().expect("ro");
-        let mut cursor = tx.cursor(table).expect("cursor");
-        let mut next = cursor.first().expect("first");
-        while let Some((k, v)) = next {
-            if RocksEngine::stored_key(table, &k, &v) > last {
-                break;
-            }
-            rows.push((k, v));
-            next = cursor.next().expect("next");
-        }
-    }
+    let mut rows = file_rows(d, &state, 0);
     assert_eq!(rows.len() as u64, chunk.digest.rows);
     // The same keys, one value changed: a well-formed file RocksDB ingests without complaint.
-    let path = dd.staging().join(table.name()).join(&chunk.file);
-    {
-        let rocks = RocksEngine::open_in_datadir_for_bulk(d).expect("rocksdb");
-        let changed = rows.len() / 2;
-        rocks
-            .write_sst_file(table, &path, |sink| {
-                for (i, (k, v)) in rows.iter().enumerate() {
-                    let mut v = v.clone();
-                    if i == changed {
-                        v.push(0x5a);
-                    }
-                    sink.put(k, &v)?;
-                }
-                Ok(())
-            })
-            .expect("rewrite")
-            .expect("rows");
-    }
+    let changed = rows.len() / 2;
+    rows[changed].1.push(0x5a);
+    rewrite_staged_file(d, &state, 0, &rows);
     let err = migrate(d, &request(EngineKind::RocksDb), &NoProgress)
         .expect_err("the changed file must fail verification");
     assert!(
@@ -408,6 +379,130 @@ fn a_changed_sst_file_fails_verification_and_a_rerun_recovers() {
     );
     migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect("rerun");
     assert_same_as_uninterrupted(d, &c.forward, "rerun after VerifyFailed");
+}
+
+/// The rows of the first table's recorded file `file`, from MDBX (the source).
+fn file_rows(d: &Path, state: &MigrationState, file: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let table = state.tables[0].table;
+    let bound = |i: usize| hex::decode(&state.tables[0].chunks[i].last_stored_key).expect("hex");
+    let after = file.checked_sub(1).map(bound);
+    let last = bound(file);
+    let mdbx = MdbxEngine::open_read_only(d).expect("mdbx");
+    let tx = mdbx.begin_ro().expect("ro");
+    let mut cursor = tx.cursor(table).expect("cursor");
+    let mut next = cursor.first().expect("first");
+    let mut rows = Vec::new();
+    while let Some((k, v)) = next {
+        let stored = RocksEngine::stored_key(table, &k, &v);
+        if stored > last {
+            break;
+        }
+        if after.as_ref().is_none_or(|a| stored > *a) {
+            rows.push((k, v));
+        }
+        next = cursor.next().expect("next");
+    }
+    rows
+}
+
+/// Replaces the first table's staged file `file` with a well-formed SST file of `rows`.
+fn rewrite_staged_file(d: &Path, state: &MigrationState, file: usize, rows: &[(Vec<u8>, Vec<u8>)]) {
+    let table = state.tables[0].table;
+    let path = Datadir::new(d)
+        .staging()
+        .join(table.name())
+        .join(&state.tables[0].chunks[file].file);
+    let rocks = RocksEngine::open_in_datadir_for_bulk(d).expect("rocksdb");
+    rocks
+        .write_sst_file(table, &path, |sink| {
+            for (k, v) in rows {
+                sink.put(k, v)?;
+            }
+            Ok(())
+        })
+        .expect("rewrite")
+        .expect("rows");
+}
+
+/// A staged file changed on disk so that it also holds a row inside an earlier file's range
+/// (already ingested and read back): RocksDB ingests it above the earlier file, where its row
+/// would shadow the copied one, and the read-back of its own range sees nothing wrong. Where
+/// the files landed gives it away: the migration fails with `MisplacedFiles`, removes the copy,
+/// and a rerun ends as an uninterrupted migration.
+#[test]
+fn a_staged_file_reaching_into_an_earlier_range_is_caught() {
+    let c = case(39);
+    let work = tempfile::tempdir().expect("tmp");
+    let d = work.path();
+    copy_tree(c.template.path(), d);
+    {
+        // File 0 is ingested; file 1 is recorded, its ingestion fails.
+        let _armed = fault::arm(FaultPoint::Ingest, 2, libc::EIO);
+        migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect_err("ingestion fault");
+    }
+    let dd = Datadir::new(d);
+    let state = MigrationState::read(&dd)
+        .expect("state")
+        .expect("in progress");
+    let table = state.tables[0].table;
+    assert!(
+        table.dupsort_key_len().is_none(),
+        "the case needs a plain first table"
+    );
+    let (mut shadow, _) = file_rows(d, &state, 0).swap_remove(0);
+    let mut rows = file_rows(d, &state, 1);
+    // File 0's first key again, with another value, first in file 1 (keys stay sorted).
+    let value = {
+        let mut v = rows[0].1.clone();
+        v.push(0x5a);
+        v
+    };
+    rows.insert(0, (std::mem::take(&mut shadow), value));
+    rewrite_staged_file(d, &state, 1, &rows);
+    let err = migrate(d, &request(EngineKind::RocksDb), &NoProgress)
+        .expect_err("the misplaced file must fail verification");
+    assert!(
+        matches!(err, MigrateError::MisplacedFiles { table: t, .. } if t == table),
+        "{}",
+        chain(&err)
+    );
+    assert!(
+        err.to_string().contains("run the same command again"),
+        "{err}"
+    );
+    assert_consistent(d, &c.original, "after MisplacedFiles");
+    assert_eq!(counts(d, table).1, 0, "RocksDB's copy was not removed");
+    migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect("rerun");
+    assert_same_as_uninterrupted(d, &c.forward, "rerun after MisplacedFiles");
+}
+
+/// A crash inside a failed verification's clean-up, after RocksDB's copy was removed and before
+/// the reset was recorded, leaves recorded files that the ingestion consumed and a RocksDB
+/// without the table: the next run starts the table's copy over instead of refusing.
+#[test]
+fn recorded_files_consumed_by_a_removed_copy_start_the_table_over() {
+    let c = case(40);
+    let work = tempfile::tempdir().expect("tmp");
+    let d = work.path();
+    copy_tree(c.template.path(), d);
+    {
+        // Files 0 and 1 are ingested (their staged links gone); file 2 is recorded only.
+        let _armed = fault::arm(FaultPoint::Ingest, 3, libc::EIO);
+        migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect_err("ingestion fault");
+    }
+    let dd = Datadir::new(d);
+    let state = MigrationState::read(&dd)
+        .expect("state")
+        .expect("in progress");
+    let table = state.tables[0].table;
+    let staged = dd.staging().join(table.name());
+    assert!(!staged.join(&state.tables[0].chunks[0].file).exists());
+    {
+        let rocks = RocksEngine::open_in_datadir_for_bulk(d).expect("rocksdb");
+        rocks.clear_table(table).expect("clear");
+    }
+    migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect("starts the table over");
+    assert_same_as_uninterrupted(d, &c.forward, "after a removed copy");
 }
 
 /// A migration interrupted by the previous version (state version 1: files recorded without
