@@ -326,6 +326,16 @@ fn compaction_fault_fails_cleanly_and_resumes_identical() {
     each_errno(EngineKind::RocksDb, FaultPoint::CompactCopy, &[1], 36);
 }
 
+/// A copy of `c`'s template whose migration toward RocksDB stopped at the `nth` ingestion
+/// (files before it ingested, that file recorded and staged).
+fn stopped_at_ingestion(c: &Case, nth: u64) -> tempfile::TempDir {
+    let work = tempfile::tempdir().expect("tmp");
+    copy_tree(c.template.path(), work.path());
+    let _armed = fault::arm(FaultPoint::Ingest, nth, libc::EIO);
+    migrate(work.path(), &request(EngineKind::RocksDb), &NoProgress).expect_err("ingestion fault");
+    work
+}
+
 /// A staged SST file that no longer holds what the copy wrote into it (changed on disk after it
 /// was recorded, before it was ingested) is caught when RocksDB serves its rows back: the
 /// migration fails with `VerifyFailed`, removes RocksDB's copy and the staged files, leaves the
@@ -333,14 +343,9 @@ fn compaction_fault_fails_cleanly_and_resumes_identical() {
 #[test]
 fn a_changed_sst_file_fails_verification_and_a_rerun_recovers() {
     let c = case(37);
-    let work = tempfile::tempdir().expect("tmp");
+    // The first file is written and recorded; its ingestion fails before landing.
+    let work = stopped_at_ingestion(&c, 1);
     let d = work.path();
-    copy_tree(c.template.path(), d);
-    {
-        // The first file is written and recorded; its ingestion fails before landing.
-        let _armed = fault::arm(FaultPoint::Ingest, 1, libc::EIO);
-        migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect_err("ingestion fault");
-    }
     let dd = Datadir::new(d);
     let state = MigrationState::read(&dd)
         .expect("state")
@@ -432,14 +437,9 @@ fn rewrite_staged_file(d: &Path, state: &MigrationState, file: usize, rows: &[(V
 #[test]
 fn a_staged_file_reaching_into_an_earlier_range_is_caught() {
     let c = case(39);
-    let work = tempfile::tempdir().expect("tmp");
+    // File 0 is ingested; file 1 is recorded, its ingestion fails.
+    let work = stopped_at_ingestion(&c, 2);
     let d = work.path();
-    copy_tree(c.template.path(), d);
-    {
-        // File 0 is ingested; file 1 is recorded, its ingestion fails.
-        let _armed = fault::arm(FaultPoint::Ingest, 2, libc::EIO);
-        migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect_err("ingestion fault");
-    }
     let dd = Datadir::new(d);
     let state = MigrationState::read(&dd)
         .expect("state")
@@ -482,14 +482,9 @@ fn a_staged_file_reaching_into_an_earlier_range_is_caught() {
 #[test]
 fn recorded_files_consumed_by_a_removed_copy_start_the_table_over() {
     let c = case(40);
-    let work = tempfile::tempdir().expect("tmp");
+    // Files 0 and 1 are ingested (their staged links gone); file 2 is recorded only.
+    let work = stopped_at_ingestion(&c, 3);
     let d = work.path();
-    copy_tree(c.template.path(), d);
-    {
-        // Files 0 and 1 are ingested (their staged links gone); file 2 is recorded only.
-        let _armed = fault::arm(FaultPoint::Ingest, 3, libc::EIO);
-        migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect_err("ingestion fault");
-    }
     let dd = Datadir::new(d);
     let state = MigrationState::read(&dd)
         .expect("state")
@@ -511,14 +506,10 @@ fn recorded_files_consumed_by_a_removed_copy_start_the_table_over() {
 #[test]
 fn a_version_1_state_resumes() {
     let c = case(38);
-    let work = tempfile::tempdir().expect("tmp");
+    // The first file is written and recorded; its ingestion fails (nothing else happened
+    // before, as in a version-1 run interrupted there).
+    let work = stopped_at_ingestion(&c, 1);
     let d = work.path();
-    copy_tree(c.template.path(), d);
-    {
-        // The first table's files are written and recorded; the first ingestion fails.
-        let _armed = fault::arm(FaultPoint::Ingest, 1, libc::EIO);
-        migrate(d, &request(EngineKind::RocksDb), &NoProgress).expect_err("ingestion fault");
-    }
     let path = Datadir::new(d).state_file();
     let mut state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).expect("state")).expect("json");
