@@ -12,7 +12,7 @@ use reth_hybrid_bench::{
         counters::{self, CounterConfig, CounterVariant},
         micro::{self, Comparator},
         open_store,
-        pmt::{self, PmtConfig},
+        pmt::{self, PmtConfig, RootMode},
     },
     with_store,
 };
@@ -54,7 +54,7 @@ const TINY_SIZES: Sizes = Sizes {
         keys_per_batch: 2_000,
         seed: 1,
         sorted_writes: false,
-        root_beside_writes: false,
+        root: RootMode::InWriteTx,
     },
     counters: CounterConfig {
         threads: 2,
@@ -141,11 +141,17 @@ fn pmt_job(config: &PmtConfig) {
         started.elapsed().as_secs_f64()
     );
     // Every store in the seed's random write order, then the MDBX-backed ones with each batch
-    // written in key order (as reth writes its sorted hashed state), and with the root computed
-    // on a second thread while the leaves are written (as reth's state root reads a snapshot).
+    // written in key order (as reth writes its sorted hashed state), with the root computed on
+    // a second thread while the leaves are written (as reth's state root reads a snapshot), and
+    // with the root's 16 subtrees shared out between this machine's cores; that last one on
+    // plain RocksDB too, for the trie's engine.
     // `SEEDS_PMT_STORES=N,M` runs only those rows of the list (0-based).
-    let (random, sorted, beside) = ((false, false), (true, false), (true, true));
-    let all: Vec<(TrieStore, (bool, bool))> = TrieStore::ALL
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let random = (false, RootMode::InWriteTx);
+    let sorted = (true, RootMode::InWriteTx);
+    let beside = (true, RootMode::Snapshot { threads: 1 });
+    let parallel = (true, RootMode::Snapshot { threads: cores });
+    let all: Vec<(TrieStore, (bool, RootMode))> = TrieStore::ALL
         .into_iter()
         .map(|store| (store, random))
         .chain([
@@ -153,6 +159,9 @@ fn pmt_job(config: &PmtConfig) {
             (TrieStore::Hybrid, sorted),
             (TrieStore::Mdbx, beside),
             (TrieStore::Hybrid, beside),
+            (TrieStore::Mdbx, parallel),
+            (TrieStore::Hybrid, parallel),
+            (TrieStore::RocksDb, parallel),
         ])
         .collect();
     let chosen: Option<Vec<usize>> = std::env::var("SEEDS_PMT_STORES")
@@ -164,22 +173,25 @@ fn pmt_job(config: &PmtConfig) {
         .filter(|(i, _)| chosen.as_ref().is_none_or(|c| c.contains(i)))
         .map(|(_, v)| v);
     let mut summary = Vec::new();
-    for (store, (sorted_writes, root_beside_writes)) in variants {
+    for (store, (sorted_writes, root)) in variants {
         let config = &PmtConfig {
             sorted_writes,
-            root_beside_writes,
+            root,
             ..*config
         };
-        let name = format!(
-            "{}{}{}",
-            store.name(),
-            if sorted_writes { ", sorted writes" } else { "" },
-            if root_beside_writes {
-                ", root beside the writes"
+        let name = [
+            store.name().to_string(),
+            if sorted_writes {
+                "sorted writes".into()
             } else {
-                ""
-            }
-        );
+                String::new()
+            },
+            root.describe(),
+        ]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ");
         let dir = tempfile::tempdir().expect("tempdir");
         let open = open_store(store, dir.path()).expect("open the store");
         println!("\n### {name}");
@@ -213,7 +225,7 @@ fn pmt_job(config: &PmtConfig) {
             dir_bytes(&dir.path().join("hybrid-rocksdb")),
         );
         check_stored_trie(&open, store);
-        let compacted = compact_rocksdb(&open, store).then(|| dir_bytes(dir.path()));
+        let compacted = compacted_bytes(&open, store, dir.path());
         println!(
             "Job completed in {} ms; {:.0} MiB on disk (MDBX {:.0}, RocksDB {:.0})",
             total.as_millis(),
@@ -231,12 +243,12 @@ fn pmt_job(config: &PmtConfig) {
     let best = summary.iter().map(|s| s.1).min().expect("stores");
     for (name, total, bytes, compacted, reports, _) in &summary {
         println!(
-            "| {} | {:.1} s ({:.2}x best) | {:.0} | {} | {} ms | {} ms |",
+            "| {} | {:.1} s ({:.2}x best) | {:.0} | {:.0} | {} ms | {} ms |",
             name,
             total.as_secs_f64(),
             total.as_secs_f64() / best.as_secs_f64(),
             mib(*bytes),
-            compacted.map_or("-".into(), |b| format!("{:.0}", mib(b))),
+            mib(*compacted),
             reports.first().map_or(0, |r| r.elapsed.as_millis()),
             reports.last().map_or(0, |r| r.elapsed.as_millis()),
         );
@@ -286,22 +298,40 @@ fn check_stored_trie(open: &OpenStore, store: TrieStore) {
     });
 }
 
-/// Compacts the RocksDB holding the trie, if any; returns whether there was one.
-fn compact_rocksdb(open: &OpenStore, store: TrieStore) -> bool {
+/// Bytes on disk once both engines are compacted: RocksDB's column families of the trie
+/// compacted in place, MDBX's free pages left out by a compacting copy (written beside the store
+/// and removed). Besu's figure in the seed is after compaction, so every store gets one.
+fn compacted_bytes(open: &OpenStore, store: TrieStore, dir: &std::path::Path) -> u64 {
     let rocks = match open {
-        OpenStore::RocksDb(db) => db.engine().as_ref(),
-        OpenStore::Hybrid(db) if store == TrieStore::HybridTrieInRocksDb => db.engine().follower(),
-        _ => return false,
+        OpenStore::RocksDb(db) => Some(db.engine().as_ref()),
+        OpenStore::Hybrid(db) if store == TrieStore::HybridTrieInRocksDb => {
+            Some(db.engine().follower())
+        }
+        _ => None,
     };
     for table in [
         reth_hybrid_api::Tables::AccountsTrie,
         reth_hybrid_api::Tables::HashedAccounts,
     ] {
-        rocks
-            .db()
-            .compact_range_cf(rocks.column_family(table), None::<&[u8]>, None::<&[u8]>);
+        if let Some(rocks) = rocks {
+            rocks
+                .db()
+                .compact_range_cf(rocks.column_family(table), None::<&[u8]>, None::<&[u8]>);
+        }
     }
-    true
+    let mdbx = match open {
+        OpenStore::Mdbx(db) => Some(db.engine().as_ref()),
+        OpenStore::Hybrid(db) => Some(db.engine().primary()),
+        OpenStore::RocksDb(_) => None,
+    };
+    let mdbx_bytes = mdbx.map_or(0, |mdbx| {
+        let copy = dir.join("compacted-mdbx.dat");
+        mdbx.copy_compacted(&copy).expect("a compacting MDBX copy");
+        let bytes = std::fs::metadata(&copy).expect("the copy").len();
+        std::fs::remove_file(&copy).expect("remove the copy");
+        bytes
+    });
+    mdbx_bytes + dir_bytes(&dir.join("hybrid-rocksdb"))
 }
 
 /// Seed 003: ops/s per variant, each checked for `sum + keys == operations`.

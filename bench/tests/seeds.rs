@@ -12,7 +12,7 @@ use reth_hybrid_bench::{
         counters::{self, CounterConfig, CounterVariant},
         micro::{self, Comparator},
         open_store,
-        pmt::{self, ChangedKeys, PmtConfig},
+        pmt::{self, ChangedKeys, PmtConfig, RootMode},
     },
     with_store,
 };
@@ -23,7 +23,7 @@ const SMALL: PmtConfig = PmtConfig {
     keys_per_batch: 1_500,
     seed: 7,
     sorted_writes: false,
-    root_beside_writes: false,
+    root: RootMode::InWriteTx,
 };
 
 #[test]
@@ -72,35 +72,55 @@ fn pmt_sorted_writes_and_the_root_beside_them_give_the_same_roots_and_trie() {
         ..SMALL
     };
     let beside = PmtConfig {
-        root_beside_writes: true,
+        root: RootMode::Snapshot { threads: 1 },
         ..sorted
     };
-    for (store, sorted) in [
+    let parallel = PmtConfig {
+        root: RootMode::Snapshot { threads: 2 },
+        ..sorted
+    };
+    for (store, config) in [
         (TrieStore::Mdbx, sorted),
         (TrieStore::Hybrid, sorted),
         (TrieStore::Mdbx, beside),
         (TrieStore::Hybrid, beside),
         (TrieStore::RocksDb, beside),
+        (TrieStore::Mdbx, parallel),
+        (TrieStore::Hybrid, parallel),
+        (TrieStore::RocksDb, parallel),
+        (TrieStore::HybridTrieInRocksDb, parallel),
     ] {
+        let name = format!("{} {:?}", store.name(), config.root);
         let dir = tempfile::tempdir().expect("tempdir");
         let open = open_store(store, dir.path()).expect("open");
         with_store!(&open, |db| {
-            let reports = pmt::run(db, &sorted, |_| {}).expect("run");
+            let reports = pmt::run(db, &config, |_| {}).expect("run");
             let roots: Vec<B256> = reports.iter().map(|r| r.root).collect();
-            assert_eq!(roots, reference, "{}", store.name());
+            assert_eq!(roots, reference, "{name}");
+            // 1,500 random keys give the root 16 branch children: the split is taken every
+            // batch, and in later batches some children are reused from the stored root.
+            let split: Vec<usize> = reports.iter().map(|r| r.subtrees_in_parallel).collect();
+            match config.root {
+                RootMode::Snapshot { threads: 2.. } => {
+                    assert_eq!(
+                        split[0], 16,
+                        "{name}: the first batch builds all 16 subtrees"
+                    );
+                    assert!(split.iter().all(|&n| n > 0), "{name}: {split:?}");
+                }
+                _ => assert!(split.iter().all(|&n| n == 0), "{name}: {split:?}"),
+            }
             let phases = &reports[3].phases;
             assert!(
                 phases.leaf_writes + phases.root + phases.trie_writes + phases.commit
                     <= reports[3].elapsed,
-                "{}: the phases add up to more than the batch took",
-                store.name()
+                "{name}: the phases add up to more than the batch took"
             );
             let tx = db.tx().expect("tx");
             let (_, expected) = pmt::from_scratch_nodes(&tx).expect("rebuild");
             assert!(
                 pmt::stored_nodes(&tx).expect("stored") == expected,
-                "{}: stored trie differs from a from-scratch build",
-                store.name()
+                "{name}: stored trie differs from a from-scratch build"
             );
         });
     }
@@ -146,7 +166,7 @@ proptest! {
     fn incremental_roots_follow_a_model(
         batches in batches(),
         rocks in any::<bool>(),
-        root_beside in any::<bool>(),
+        root_threads in 0usize..3,
     ) {
         let store = if rocks { TrieStore::RocksDb } else { TrieStore::Mdbx };
         let dir = tempfile::tempdir().expect("tempdir");
@@ -164,12 +184,62 @@ proptest! {
                         None => model.remove(k),
                     };
                 }
-                // The root from a snapshot with the batch laid over it must be the same.
-                let (computed, _, _) = match root_beside {
-                    true => pmt::commit_batch_root_beside(db, &rows),
-                    false => pmt::commit_batch(db, &rows),
+                // The root from a snapshot with the batch laid over it (on one thread or split
+                // over two) must be the same.
+                let (computed, _, _) = match root_threads {
+                    0 => pmt::commit_batch(db, &rows),
+                    threads => pmt::commit_batch_root_beside(db, &rows, threads),
                 }
                 .expect("commit");
+                prop_assert_eq!(computed.root, pmt::root_of(&model));
+                let tx = db.tx().expect("tx");
+                let (_, expected) = pmt::from_scratch_nodes(&tx).expect("rebuild");
+                prop_assert!(pmt::stored_nodes(&tx).expect("stored") == expected);
+            }
+        });
+    }
+}
+
+/// Random keys, enough for the root's 16 children to be branches: the split root is taken.
+fn pool_key(index: u16) -> B256 {
+    alloy_primitives::keccak256(index.to_be_bytes())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// The root split over threads, under overwrites and deletions of a populated trie (so
+    /// children shrink, merge into extensions or vanish), checked against a model.
+    #[test]
+    fn split_roots_follow_a_model(
+        batches in prop::collection::vec(
+            prop::collection::vec((0u16..800, prop::option::weighted(0.6, any::<u64>())), 0..300),
+            1..5,
+        ),
+        rocks in any::<bool>(),
+    ) {
+        let store = if rocks { TrieStore::RocksDb } else { TrieStore::Mdbx };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = open_store(store, dir.path()).expect("open");
+        let mut model = BTreeMap::<B256, U256>::new();
+        let first: Vec<(u16, Option<u64>)> = (0..600).map(|i| (i, Some(u64::from(i)))).collect();
+        with_store!(&open, |db| {
+            for (n, batch) in std::iter::once(&first).chain(&batches).enumerate() {
+                let rows: Vec<_> = batch
+                    .iter()
+                    .map(|(index, value)| (pool_key(*index), value.map(U256::from)))
+                    .collect();
+                for (k, v) in &rows {
+                    match v {
+                        Some(v) => model.insert(*k, *v),
+                        None => model.remove(k),
+                    };
+                }
+                let (computed, _, _) =
+                    pmt::commit_batch_root_beside(db, &rows, 2).expect("commit");
+                if n == 0 {
+                    prop_assert_eq!(computed.subtrees_in_parallel, 16);
+                }
                 prop_assert_eq!(computed.root, pmt::root_of(&model));
                 let tx = db.tx().expect("tx");
                 let (_, expected) = pmt::from_scratch_nodes(&tx).expect("rebuild");

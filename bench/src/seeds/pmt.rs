@@ -19,7 +19,10 @@ use reth_hybrid_api::{
     tables::{AccountsTrie, HashedAccounts},
     typed::Database,
 };
-use std::time::{Duration, Instant};
+use std::{
+    sync::atomic::{AtomicUsize, Ordering},
+    time::{Duration, Instant},
+};
 
 /// Branch nodes by path, as alloy-trie's `HashBuilder` hands them out.
 pub type NodeMap = alloy_primitives::map::HashMap<Nibbles, BranchNodeCompact>;
@@ -33,10 +36,31 @@ pub struct PmtConfig {
     /// Write each batch in key order (as reth writes its sorted hashed state) instead of the
     /// seed's random order. The rows, roots and stored trie are the same either way.
     pub sorted_writes: bool,
-    /// Compute each root on a read snapshot of the previous commit with the batch laid over it
-    /// in memory, on a second thread while the leaves are written (as reth computes its state
-    /// root from a read-only provider and the in-memory hashed state).
-    pub root_beside_writes: bool,
+    /// Where each batch's root is computed.
+    pub root: RootMode,
+}
+
+/// Where a batch's root is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootMode {
+    /// In the write transaction, after the leaves are written.
+    InWriteTx,
+    /// On a read snapshot of the previous commit with the batch laid over it in memory, while
+    /// the leaves are written (as reth computes its state root from a read-only provider and
+    /// the in-memory hashed state). With more than one thread, the root's 16 subtrees are
+    /// shared out between them ([`parallel_root`]).
+    Snapshot { threads: usize },
+}
+
+impl RootMode {
+    /// A short description for reports.
+    pub fn describe(self) -> String {
+        match self {
+            Self::InWriteTx => String::new(),
+            Self::Snapshot { threads: 1 } => "root beside the writes".into(),
+            Self::Snapshot { threads } => format!("root on {threads} threads beside the writes"),
+        }
+    }
 }
 
 impl PmtConfig {
@@ -46,7 +70,7 @@ impl PmtConfig {
         keys_per_batch: 100_000,
         seed: 1,
         sorted_writes: false,
-        root_beside_writes: false,
+        root: RootMode::InWriteTx,
     };
 }
 
@@ -61,6 +85,8 @@ pub struct BatchReport {
     pub phases: BatchPhases,
     /// Leaves read back from `HashedAccounts` to rebuild changed subtrees.
     pub leaves_read: usize,
+    /// The root's subtrees built on their own threads (see [`RootMode::Snapshot`]).
+    pub subtrees_in_parallel: usize,
     /// Stored branch nodes reused without descending into them.
     pub hashes_reused: usize,
     /// Branch nodes written (new or changed) and removed.
@@ -174,9 +200,9 @@ pub fn run<D: Database + Sync>(
             // Stable: of two writes to one key the later stays later.
             rows.sort_by_key(|(key, _)| *key);
         }
-        let (computed, (nodes_written, nodes_removed), phases) = match config.root_beside_writes {
-            true => commit_batch_root_beside(db, &rows)?,
-            false => commit_batch(db, &rows)?,
+        let (computed, (nodes_written, nodes_removed), phases) = match config.root {
+            RootMode::Snapshot { threads } => commit_batch_root_beside(db, &rows, threads)?,
+            RootMode::InWriteTx => commit_batch(db, &rows)?,
         };
         let report = BatchReport {
             batch,
@@ -184,6 +210,7 @@ pub fn run<D: Database + Sync>(
             elapsed: started.elapsed(),
             phases,
             leaves_read: computed.leaves_read,
+            subtrees_in_parallel: computed.subtrees_in_parallel,
             hashes_reused: computed.hashes_reused,
             nodes_written,
             nodes_removed,
@@ -228,12 +255,13 @@ pub fn commit_batch<D: Database>(
     Ok((computed, written, phases))
 }
 
-/// [`commit_batch`] with the root computed on a second thread, from a read snapshot of the last
-/// commit with `rows` laid over it, while this thread writes the leaves. `phases.root` is the
-/// time the commit then still waited for the root.
+/// [`commit_batch`] with the root computed on `root_threads` other threads, from a read snapshot
+/// of the last commit with `rows` laid over it, while this thread writes the leaves.
+/// `phases.root` is the time the commit then still waited for the root.
 pub fn commit_batch_root_beside<D: Database + Sync>(
     db: &D,
     rows: &[(B256, Option<U256>)],
+    root_threads: usize,
 ) -> Result<(ComputedRoot, (usize, usize), BatchPhases), DatabaseError> {
     let mut overlay = rows.to_vec();
     // Stable: of two writes to one key the later stays, as in the write transaction.
@@ -245,6 +273,9 @@ pub fn commit_batch_root_beside<D: Database + Sync>(
     let mut phases = BatchPhases::default();
     std::thread::scope(|scope| {
         let root = scope.spawn(|| {
+            if root_threads > 1 {
+                return parallel_root(db, &overlay, changed, root_threads);
+            }
             let snapshot = db.tx()?;
             let leaves = OverlayLeaves::new(
                 StoredLeaves(snapshot.cursor_read::<HashedAccounts>()?),
@@ -395,6 +426,9 @@ pub struct ComputedRoot {
     pub removed: Vec<Nibbles>,
     pub leaves_read: usize,
     pub hashes_reused: usize,
+    /// The root's subtrees built on their own, on several threads ([`parallel_root`]); 0 when
+    /// one walk built the whole trie.
+    pub subtrees_in_parallel: usize,
 }
 
 impl ComputedRoot {
@@ -432,16 +466,7 @@ pub fn incremental_root_with<TC: DbCursorRO<AccountsTrie>, L: LeafSource>(
     leaves: L,
     changed: ChangedKeys,
 ) -> Result<ComputedRoot, DatabaseError> {
-    let mut walk = Walk {
-        trie,
-        leaves,
-        changed,
-        hb: HashBuilder::default().with_updates(true),
-        visited: Vec::new(),
-        leaves_read: 0,
-        hashes_reused: 0,
-        buf: Vec::new(),
-    };
+    let mut walk = Walk::new(trie, leaves, &changed, 0);
     walk.subtree(Nibbles::default())?;
     let root = walk.hb.root();
     let (_, updated) = walk.hb.split();
@@ -456,21 +481,232 @@ pub fn incremental_root_with<TC: DbCursorRO<AccountsTrie>, L: LeafSource>(
         removed,
         leaves_read: walk.leaves_read,
         hashes_reused: walk.hashes_reused,
+        subtrees_in_parallel: 0,
     })
 }
 
-struct Walk<TC, LC> {
+/// [`incremental_root`] on a read snapshot with `overlay` (sorted, one row per key) laid over
+/// it, the root's 16 subtrees shared out between `threads` threads.
+///
+/// Each thread opens its own snapshot; all see the last commit, because the only writer commits
+/// after the root. Each subtree is built on its own with its first nibble left out, so the root
+/// of that build is the child node the root branch refers to, and its branch nodes are the
+/// whole trie's. The root branch is then built from the 16 child hashes. Where a child is a
+/// lone leaf or an extension (small tries), the root's masks would differ from a whole build's,
+/// so the one-thread walk computes the root instead.
+pub fn parallel_root<D: Database + Sync>(
+    db: &D,
+    overlay: &[(B256, Option<U256>)],
+    changed: ChangedKeys,
+    threads: usize,
+) -> Result<ComputedRoot, DatabaseError> {
+    let snapshot = db.tx()?;
+    let stored_root = match snapshot
+        .cursor_read::<AccountsTrie>()?
+        .seek(StoredNibbles(Nibbles::default()))?
+    {
+        Some((StoredNibbles(key), node)) if key.is_empty() => Some(node),
+        _ => None,
+    };
+    // (nibble, hash, stored in `AccountsTrie`) of every child that is a branch node.
+    let mut branches: Vec<(u8, B256, bool)> = Vec::new();
+    let mut todo: Vec<u8> = Vec::new();
+    for nibble in 0..16u8 {
+        let child = Nibbles::from_nibbles_unchecked([nibble]);
+        let touched = changed.touches(&child);
+        match &stored_root {
+            Some(node) if !touched && !node.state_mask.is_bit_set(nibble) => {}
+            Some(node) if !touched && node.hash_mask.is_bit_set(nibble) => branches.push((
+                nibble,
+                node.hash_for_nibble(nibble),
+                node.tree_mask.is_bit_set(nibble),
+            )),
+            _ => todo.push(nibble),
+        }
+    }
+    let hashes_reused = branches.len();
+    let next = AtomicUsize::new(0);
+    let subtrees: Vec<Subtree> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.clamp(1, todo.len().max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    let tx = db.tx()?;
+                    let mut done = Vec::new();
+                    while let Some(&nibble) = todo.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let leaves = OverlayLeaves::new(
+                            StoredLeaves(tx.cursor_read::<HashedAccounts>()?),
+                            overlay,
+                        );
+                        let mut walk =
+                            Walk::new(tx.cursor_read::<AccountsTrie>()?, leaves, &changed, 1);
+                        walk.subtree(Nibbles::from_nibbles_unchecked([nibble]))?;
+                        done.push(walk.into_subtree(nibble));
+                    }
+                    Ok::<_, DatabaseError>(done)
+                })
+            })
+            .collect();
+        let mut subtrees = Vec::new();
+        for worker in workers {
+            subtrees.extend(worker.join().expect("a root thread panicked")?);
+        }
+        Ok::<_, DatabaseError>(subtrees)
+    })?;
+    let not_branch = subtrees
+        .iter()
+        .any(|s| matches!(s.top, SubtreeTop::LeafOrExtension));
+    let children = branches.len()
+        + subtrees
+            .iter()
+            .filter(|s| matches!(s.top, SubtreeTop::Branch { .. }))
+            .count();
+    if not_branch || children < 2 {
+        let leaves = OverlayLeaves::new(
+            StoredLeaves(snapshot.cursor_read::<HashedAccounts>()?),
+            overlay,
+        );
+        return incremental_root_with(snapshot.cursor_read::<AccountsTrie>()?, leaves, changed);
+    }
+    let mut computed = ComputedRoot {
+        root: B256::ZERO,
+        updated: NodeMap::default(),
+        removed: Vec::new(),
+        leaves_read: 0,
+        hashes_reused,
+        subtrees_in_parallel: subtrees.len(),
+    };
+    let mut visited: Vec<Nibbles> = stored_root.iter().map(|_| Nibbles::default()).collect();
+    for subtree in subtrees {
+        if let SubtreeTop::Branch { hash, stored } = subtree.top {
+            branches.push((subtree.nibble, hash, stored));
+        }
+        computed.updated.extend(subtree.updated);
+        visited.extend(subtree.visited);
+        computed.leaves_read += subtree.leaves_read;
+        computed.hashes_reused += subtree.hashes_reused;
+    }
+    branches.sort_unstable_by_key(|(nibble, _, _)| *nibble);
+    let mut hb = HashBuilder::default().with_updates(true);
+    for (nibble, hash, stored) in branches {
+        hb.add_branch(Nibbles::from_nibbles_unchecked([nibble]), hash, stored);
+    }
+    computed.root = hb.root();
+    computed.updated.extend(hb.split().1);
+    computed.removed = visited
+        .into_iter()
+        .filter(|k| !computed.updated.contains_key(k))
+        .collect();
+    Ok(computed)
+}
+
+/// One of the root's children, built on its own by [`parallel_root`].
+struct Subtree {
+    nibble: u8,
+    top: SubtreeTop,
+    /// Its branch nodes, at their paths in the whole trie.
+    updated: NodeMap,
+    visited: Vec<Nibbles>,
+    leaves_read: usize,
+    hashes_reused: usize,
+}
+
+enum SubtreeTop {
+    Empty,
+    /// A branch node: its hash, and whether `AccountsTrie` stores it.
+    Branch {
+        hash: B256,
+        stored: bool,
+    },
+    LeafOrExtension,
+}
+
+struct Walk<'a, TC, LC> {
     trie: TC,
     leaves: LC,
-    changed: ChangedKeys,
+    changed: &'a ChangedKeys,
     hb: HashBuilder,
+    /// Leading nibbles left out of the paths fed to `hb`: 1 when it builds one of the root's
+    /// subtrees on its own, whose root is then that child's node ([`parallel_root`]).
+    strip: usize,
+    /// Whether the paths fed to `hb` differ in their first nibble after `strip`, i.e. whether
+    /// the node `hb` builds at its top is a branch.
+    top: Option<u8>,
+    top_is_branch: bool,
     visited: Vec<Nibbles>,
     leaves_read: usize,
     hashes_reused: usize,
     buf: Vec<u8>,
 }
 
-impl<TC: DbCursorRO<AccountsTrie>, LC: LeafSource> Walk<TC, LC> {
+impl<'a, TC: DbCursorRO<AccountsTrie>, LC: LeafSource> Walk<'a, TC, LC> {
+    fn new(trie: TC, leaves: LC, changed: &'a ChangedKeys, strip: usize) -> Self {
+        Self {
+            trie,
+            leaves,
+            changed,
+            hb: HashBuilder::default().with_updates(true),
+            strip,
+            top: None,
+            top_is_branch: false,
+            visited: Vec::new(),
+            leaves_read: 0,
+            hashes_reused: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The root's child at `nibble`, as this walk (with `strip == 1`) built it.
+    fn into_subtree(mut self, nibble: u8) -> Subtree {
+        let top = match (self.top, self.top_is_branch) {
+            (None, _) => SubtreeTop::Empty,
+            (Some(_), false) => SubtreeTop::LeafOrExtension,
+            (Some(_), true) => SubtreeTop::Branch {
+                hash: self.hb.root(),
+                stored: false,
+            },
+        };
+        let prefix = Nibbles::from_nibbles_unchecked([nibble]);
+        let mut top = top;
+        let updated = self
+            .hb
+            .split()
+            .1
+            .into_iter()
+            .map(|(path, mut node)| {
+                if path.is_empty() {
+                    // Stored at the child's path, not the root's: no root hash.
+                    node.root_hash = None;
+                    if let SubtreeTop::Branch { stored, .. } = &mut top {
+                        *stored = true;
+                    }
+                }
+                (prefix.join(&path), node)
+            })
+            .collect();
+        Subtree {
+            nibble,
+            top,
+            updated,
+            visited: self.visited,
+            leaves_read: self.leaves_read,
+            hashes_reused: self.hashes_reused,
+        }
+    }
+
+    /// The path as `hb` sees it, noting where it starts.
+    fn fed_path(&mut self, path: &Nibbles) -> Nibbles {
+        let first = path.get_unchecked(self.strip);
+        match self.top {
+            None => self.top = Some(first),
+            Some(top) => self.top_is_branch |= top != first,
+        }
+        if self.strip == 0 {
+            *path
+        } else {
+            path.slice(self.strip..)
+        }
+    }
+
     /// Feeds the hash builder everything under `prefix`, in key order.
     fn subtree(&mut self, prefix: Nibbles) -> Result<(), DatabaseError> {
         // The shallowest stored node under `prefix` is the first stored key with that prefix:
@@ -502,8 +738,9 @@ impl<TC: DbCursorRO<AccountsTrie>, LC: LeafSource> Walk<TC, LC> {
             let exists = node.state_mask.is_bit_set(nibble);
             let in_trie = node.tree_mask.is_bit_set(nibble);
             if exists && node.hash_mask.is_bit_set(nibble) && !self.changed.touches(&child) {
+                let path = self.fed_path(&child);
                 self.hb
-                    .add_branch(child, node.hash_for_nibble(nibble), in_trie);
+                    .add_branch(path, node.hash_for_nibble(nibble), in_trie);
                 self.hashes_reused += 1;
             } else if in_trie {
                 self.subtree(child)?;
@@ -537,6 +774,7 @@ impl<TC: DbCursorRO<AccountsTrie>, LC: LeafSource> Walk<TC, LC> {
                 break;
             }
             leaf_value(&account, &mut self.buf);
+            let path = self.fed_path(&path);
             self.hb.add_leaf(path, &self.buf);
             self.leaves_read += 1;
             row = self.leaves.next()?;
