@@ -57,7 +57,7 @@ impl RootMode {
     pub fn describe(self) -> String {
         match self {
             Self::InWriteTx => String::new(),
-            Self::Snapshot { threads: 1 } => "root beside the writes".into(),
+            Self::Snapshot { threads: 0 | 1 } => "root beside the writes".into(),
             Self::Snapshot { threads } => format!("root on {threads} threads beside the writes"),
         }
     }
@@ -85,8 +85,9 @@ pub struct BatchReport {
     pub phases: BatchPhases,
     /// Leaves read back from `HashedAccounts` to rebuild changed subtrees.
     pub leaves_read: usize,
-    /// The root's subtrees built on their own threads (see [`RootMode::Snapshot`]).
-    pub subtrees_in_parallel: usize,
+    /// Whether the root was built from its 16 subtrees on several threads (see
+    /// [`RootMode::Snapshot`]).
+    pub root_split: bool,
     /// Stored branch nodes reused without descending into them.
     pub hashes_reused: usize,
     /// Branch nodes written (new or changed) and removed.
@@ -210,7 +211,7 @@ pub fn run<D: Database + Sync>(
             elapsed: started.elapsed(),
             phases,
             leaves_read: computed.leaves_read,
-            subtrees_in_parallel: computed.subtrees_in_parallel,
+            root_split: computed.root_split,
             hashes_reused: computed.hashes_reused,
             nodes_written,
             nodes_removed,
@@ -426,9 +427,9 @@ pub struct ComputedRoot {
     pub removed: Vec<Nibbles>,
     pub leaves_read: usize,
     pub hashes_reused: usize,
-    /// The root's subtrees built on their own, on several threads ([`parallel_root`]); 0 when
+    /// Whether the root branch was built from its 16 subtrees ([`parallel_root`]); false when
     /// one walk built the whole trie.
-    pub subtrees_in_parallel: usize,
+    pub root_split: bool,
 }
 
 impl ComputedRoot {
@@ -481,19 +482,23 @@ pub fn incremental_root_with<TC: DbCursorRO<AccountsTrie>, L: LeafSource>(
         removed,
         leaves_read: walk.leaves_read,
         hashes_reused: walk.hashes_reused,
-        subtrees_in_parallel: 0,
+        root_split: false,
     })
 }
 
 /// [`incremental_root`] on a read snapshot with `overlay` (sorted, one row per key) laid over
 /// it, the root's 16 subtrees shared out between `threads` threads.
 ///
-/// Each thread opens its own snapshot; all see the last commit, because the only writer commits
-/// after the root. Each subtree is built on its own with its first nibble left out, so the root
-/// of that build is the child node the root branch refers to, and its branch nodes are the
-/// whole trie's. The root branch is then built from the 16 child hashes. Where a child is a
-/// lone leaf or an extension (small tries), the root's masks would differ from a whole build's,
-/// so the one-thread walk computes the root instead.
+/// Each thread opens its own snapshot. They must all show the same commit: the caller is the
+/// only writer and commits after this returns ([`commit_batch_root_beside`]).
+///
+/// Each subtree is built on its own with its first nibble left out, so the root of that build is
+/// the child node the root branch refers to, and its branch nodes are the whole trie's. The root
+/// branch is then built from the 16 child hashes. Where a child is a lone leaf or an extension,
+/// or the root has fewer than two children (small tries), the root's masks would differ from a
+/// whole build's, so the one-thread walk computes the root instead, the threads' work unused.
+/// Like the one-thread walk, it takes every child node to be hashed (32 bytes or more), which
+/// holds for account leaves.
 pub fn parallel_root<D: Database + Sync>(
     db: &D,
     overlay: &[(B256, Option<U256>)],
@@ -573,7 +578,7 @@ pub fn parallel_root<D: Database + Sync>(
         removed: Vec::new(),
         leaves_read: 0,
         hashes_reused,
-        subtrees_in_parallel: subtrees.len(),
+        root_split: true,
     };
     let mut visited: Vec<Nibbles> = stored_root.iter().map(|_| Nibbles::default()).collect();
     for subtree in subtrees {
