@@ -42,6 +42,12 @@ pub trait RawEngine: Send + Sync + Debug + 'static {
         true
     }
 
+    /// Whether the engine was opened read-only (no write transaction can commit). The hybrid
+    /// allows one handle per datadir and process only over engines that can write.
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
     /// Engine internals worth watching (compaction debt, memtable and SST sizes, cache hit
     /// rate...), read on demand for metrics. Engines without such numbers return none.
     fn gauges(&self) -> Vec<EngineGauge> {

@@ -92,6 +92,11 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
     for s in &state.pending_rows[..retired] {
         primary.delete(Tables::Metadata, pending_key(*s).as_bytes(), None)?;
     }
+    // Rows under the pending prefix whose key names no sequence: recovery found every commit
+    // it needed without them (a needed one would have been a gap, refused), so nothing needs them.
+    for key in &state.unreadable_pending {
+        primary.delete(Tables::Metadata, key.as_bytes(), None)?;
+    }
     // Once dirty, a transaction stays dirty, and after `freeze` every write is refused: a write
     // racing the commit from another thread's cursor is in the frozen view (and so in the
     // payload), refused, or (into a transaction found clean) makes the commit fail below.
@@ -119,7 +124,7 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         if deferred {
             // ORDER: the intent rides in the decision commit, so it is durable exactly when
             // MDBX decides; a crash before leaves neither.
-            put_bytes(&primary, &pending_key(seq), intent_log::encode(&intent))?;
+            put_bytes(&primary, &pending_key(seq), intent_log::encode(&intent)?)?;
         } else {
             // ORDER: the intent is durable before the decision. A crash here leaves an intent
             // whose sequence MDBX never recorded; recovery discards it.
@@ -208,12 +213,14 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
     }
     state.seq = seq;
     state.pending_rows.drain(..retired);
+    state.unreadable_pending.clear();
     metrics::commit(intent.is_some());
     if deferred {
         state.follower_seq = seq;
         state.pending_rows.push(seq);
         state.unsynced += 1;
         state.unsynced_since.get_or_insert_with(Instant::now);
+        state.oldest_unsynced.get_or_insert(seq);
     } else if let Some(intent) = intent {
         state.follower_seq = intent.seq;
         // An SST ingestion does not sync the WAL that earlier deferred commits wrote.
@@ -247,6 +254,7 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
     } = db.follower_sync
         && state.unsynced > 0
         && (u64::from(state.unsynced) >= u64::from(max_commits).min(APPLIED_RING / 2)
+            || ring_bound_reached(&state, seq)
             || state
                 .unsynced_since
                 .is_some_and(|t| t.elapsed() >= max_delay))
@@ -256,6 +264,40 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         crash_point!(AfterIntentClear);
     }
     Ok(())
+}
+
+/// Whether the next commit's sequence would lie half the applied ring or more past the oldest
+/// unsynced deferred commit. Syncing then keeps every unsynced deferred commit (the only ones a
+/// power loss can take, and so the only ones recovery checks against the ring) within
+/// `APPLIED_RING / 2` sequence numbers of each other, so no two of them share a slot. Counted in
+/// sequence numbers, not deferred commits: commits that write only to MDBX advance the sequence
+/// too.
+fn ring_bound_reached(state: &CommitState, seq: u64) -> bool {
+    state
+        .oldest_unsynced
+        .is_some_and(|oldest| seq + 1 - oldest >= APPLIED_RING / 2)
+}
+
+/// The idle sync: deferred commits applied `max_delay` ago or more, with no commit since to
+/// sync them, are synced now (a node between bursts of blocks). Skips a tick while a commit is
+/// running (that commit syncs when due) and on a poisoned handle (recovery decides).
+pub(crate) fn sync_if_idle<P: RawEngine, F: RawReplay>(db: &HybridInner<P, F>) {
+    let FollowerSync::Deferred { max_delay, .. } = db.follower_sync else {
+        return;
+    };
+    let Some(mut state) = db.state.try_lock() else {
+        return;
+    };
+    if db.poisoned.load(Ordering::Acquire) != 0
+        || state.unsynced == 0
+        || state.unsynced_since.is_none_or(|t| t.elapsed() < max_delay)
+    {
+        return;
+    }
+    let seq = state.seq;
+    if let Err(e) = sync_follower(db, &mut state, seq) {
+        tracing::warn!(seq, error = %e, "the idle sync of RocksDB's WAL failed; its commits stay in MDBX, reopen the database to recover");
+    }
 }
 
 /// Syncs RocksDB's WAL: every deferred commit so far becomes durable there. A failure poisons
@@ -277,6 +319,7 @@ fn sync_follower<P: RawEngine, F: RawReplay>(
     state.durable_follower_seq = state.follower_seq;
     state.unsynced = 0;
     state.unsynced_since = None;
+    state.oldest_unsynced = None;
     Ok(())
 }
 

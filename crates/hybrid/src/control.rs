@@ -112,12 +112,17 @@ pub fn put_u64<X: RawTxMut>(tx: &X, key: &str, value: u64) -> RawResult<()> {
     put_bytes(tx, key, value.to_be_bytes().to_vec())
 }
 
+/// Whether a `Metadata` key is one of reth-hybrid's own rows.
+pub fn is_control_key(key: &[u8]) -> bool {
+    key.starts_with(CONTROL_KEY_PREFIX.as_bytes())
+}
+
 /// Whether `table` holds any row other than reth-hybrid's own control rows.
 pub fn has_user_rows<X: RawTx>(tx: &X, table: Tables) -> RawResult<bool> {
     let mut cursor = tx.cursor(table)?;
     let mut next = cursor.first()?;
     while let Some((key, _)) = next {
-        if !(table == Tables::Metadata && key.starts_with(CONTROL_KEY_PREFIX.as_bytes())) {
+        if !(table == Tables::Metadata && is_control_key(&key)) {
             return Ok(true);
         }
         next = cursor.next()?;

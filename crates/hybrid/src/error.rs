@@ -185,6 +185,26 @@ pub enum HybridError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "commit {seq}'s RocksDB writes are {bytes} bytes, more than an intent record's 32-bit \
+         length field can frame (4 GiB - 1); nothing was written or decided. A commit this large \
+         should have spilled to SST files: report it, and split the work into smaller commits"
+    )]
+    IntentTooLarge { seq: u64, bytes: u64 },
+    #[error(
+        "Metadata row {key} is reth-hybrid's own (commit sequences, the layout, RocksDB writes \
+         not yet synced); deleting or overwriting it through the database would leave a datadir \
+         that no longer opens or that loses commits on power loss, so it was refused and nothing \
+         changed. Only reth's own Metadata rows can be changed (`db clear Metadata` keeps ours)"
+    )]
+    ControlRow { key: String },
+    #[error(
+        "{datadir} is already open read-write in this process (another HybridDb on the same \
+         engines); a second handle would reuse commit sequence numbers and move RocksDB's \
+         recorded sequence backwards. Share the open handle (HybridDb is Clone), or drop it \
+         before opening the datadir again"
+    )]
+    AlreadyOpen { datadir: PathBuf },
     #[error(transparent)]
     Engine(#[from] DatabaseError),
 }

@@ -97,16 +97,27 @@ fn io<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Hy
     }
 }
 
-pub fn encode(intent: &Intent) -> Vec<u8> {
+/// The record's length field for a payload of `len` bytes; `None` past `u32::MAX`, which the
+/// field cannot hold (a truncated length would read back as a damaged record).
+pub fn length_field(len: usize) -> Option<u32> {
+    u32::try_from(len).ok()
+}
+
+/// Frames the record; a payload too large for the length field is refused, never truncated.
+pub fn encode(intent: &Intent) -> Result<Vec<u8>, HybridError> {
+    let len = length_field(intent.payload.len()).ok_or(HybridError::IntentTooLarge {
+        seq: intent.seq,
+        bytes: intent.payload.len() as u64,
+    })?;
     let mut out = Vec::with_capacity(HEADER + intent.payload.len() + TRAILER);
-    out.extend_from_slice(&(intent.payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&intent.seq.to_le_bytes());
     out.extend_from_slice(&intent.prev_follower_seq.to_le_bytes());
     out.extend_from_slice(&intent.payload);
     let crc = crc32c::crc32c(&out[4..]);
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(MAGIC);
-    out
+    Ok(out)
 }
 
 /// Decodes the log's single record. Never fails: what is wrong is reported in `Decoded::Damaged`.
@@ -219,13 +230,15 @@ impl IntentLog {
     /// After an error the file may hold part of the record, or all of it unsynced; both decode
     /// as a record MDBX never decided, which the next write replaces and recovery drops.
     pub fn write(&self, intent: &Intent) -> Result<(), HybridError> {
+        // ORDER: framed before the file is opened (and truncated), so a refused record leaves
+        // the log as it was.
+        let bytes = encode(intent)?;
         let mut f = OpenOptions::new()
             .create(true)
             .write(true)
             .truncate(true)
             .open(&self.path)
             .map_err(io(&self.path, "open"))?;
-        let bytes = encode(intent);
         if let Err(e) = fault_point!(IntentWrite, self.dir()) {
             // A full disk stops a write part way: leave half of the record behind.
             f.write_all(&bytes[..bytes.len() / 2])
@@ -245,5 +258,39 @@ impl IntentLog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(io(&self.path, "open")(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A payload whose length does not fit the 32-bit field is refused, never framed with a
+    /// truncated length (which would read back as a damaged record of a decided commit).
+    #[test]
+    fn the_length_field_holds_up_to_u32_max_and_refuses_more() {
+        assert_eq!(length_field(0), Some(0));
+        assert_eq!(length_field(u32::MAX as usize), Some(u32::MAX));
+        assert_eq!(length_field(u32::MAX as usize + 1), None);
+        assert_eq!(
+            length_field((4usize << 30) + 100),
+            None,
+            "4 GiB + 100 bytes"
+        );
+    }
+
+    #[test]
+    fn a_framed_record_reads_back() {
+        let intent = Intent {
+            seq: 7,
+            prev_follower_seq: 5,
+            payload: vec![3; 1000],
+        };
+        let bytes = encode(&intent).expect("frames");
+        assert_eq!(
+            u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")),
+            1000
+        );
+        assert_eq!(decode(&bytes), Decoded::Record(intent));
     }
 }

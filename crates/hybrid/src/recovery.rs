@@ -86,22 +86,24 @@ pub fn plan(
 ) -> Result<RecoveryPlan, HybridError> {
     let mut deferred = Vec::new();
     let mut at = applied;
-    for PendingRow { seq, record, .. } in pending {
+    for PendingRow { seq, key, record } in pending {
         let Some(seq) = *seq else { continue };
-        if seq > applied || applied - seq >= APPLIED_RING {
+        if seq > applied || applied - seq >= APPLIED_RING || applied_slot(seq)? == seq {
             continue;
         }
-        if applied_slot(seq)? != seq
-            && let Decoded::Record(i) = crate::intent_log::decode(record)
-            && i.seq == seq
-        {
-            tracing::warn!(
-                seq,
-                applied,
-                "RocksDB holds later commits but not this one (a hole in its WAL after power loss); replaying from it"
-            );
-            at = i.prev_follower_seq;
-            break;
+        // RocksDB's ring does not show this commit: the row is the only copy of its writes, so
+        // a row that does not decode to it is refused, like a damaged row the chain needs.
+        match crate::intent_log::decode(record) {
+            Decoded::Record(i) if i.seq == seq => {
+                tracing::warn!(
+                    seq,
+                    applied,
+                    "RocksDB holds later commits but not this one (a hole in its WAL after power loss); replaying from it"
+                );
+                at = i.prev_follower_seq;
+                break;
+            }
+            decoded => return Err(damaged_row(key, decoded, decided, applied)),
         }
     }
     for PendingRow { seq, key, record } in pending {
@@ -126,36 +128,28 @@ pub fn plan(
                     follower: applied,
                 });
             }
-            Decoded::Record(i) => {
-                return Err(HybridError::PendingRowDamaged {
-                    key: key.clone(),
-                    detail: format!("it holds the record of commit {}", i.seq),
-                    decided,
-                    applied,
-                });
-            }
-            Decoded::Empty => {
-                return Err(HybridError::PendingRowDamaged {
-                    key: key.clone(),
-                    detail: "it is empty".into(),
-                    decided,
-                    applied,
-                });
-            }
-            Decoded::Damaged { offset, damage, .. } => {
-                return Err(HybridError::PendingRowDamaged {
-                    key: key.clone(),
-                    detail: format!("{damage}; byte {offset}"),
-                    decided,
-                    applied,
-                });
-            }
+            decoded => return Err(damaged_row(key, decoded, decided, applied)),
         }
     }
     Ok(RecoveryPlan {
         deferred,
         intent: plan_intent(decided, at, intent)?,
     })
+}
+
+/// The refusal of a pending row a decided commit needs that does not hold that commit's record.
+fn damaged_row(key: &str, decoded: Decoded, decided: u64, applied: u64) -> HybridError {
+    let detail = match decoded {
+        Decoded::Record(i) => format!("it holds the record of commit {}", i.seq),
+        Decoded::Empty => "it is empty".into(),
+        Decoded::Damaged { offset, damage, .. } => format!("{damage}; byte {offset}"),
+    };
+    HybridError::PendingRowDamaged {
+        key: key.to_string(),
+        detail,
+        decided,
+        applied,
+    }
 }
 
 /// [`plan`] for read transactions of the primary (its `follower_seq` and pending rows) and of

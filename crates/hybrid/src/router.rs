@@ -3,7 +3,7 @@
 //! layout's "rocksdb") is brought along through the intent log (see `commit.rs`).
 
 use crate::{
-    control::{FOLLOWER_SEQ_KEY, get_u64, has_user_rows, put_bytes},
+    control::{FOLLOWER_SEQ_KEY, get_u64, has_user_rows, is_control_key, put_bytes},
     error::HybridError,
     intent_log::IntentLog,
     layout::{LAYOUT_KEY, Layout},
@@ -108,9 +108,14 @@ pub(crate) struct CommitState {
     /// Sequences of the pending rows MDBX holds (ascending); those at or below
     /// `durable_follower_seq` are deleted by the next commit.
     pub(crate) pending_rows: Vec<u64>,
-    /// Deferred commits RocksDB has not synced yet, and when the oldest of them was applied.
+    /// Deferred commits RocksDB has not synced yet, when the oldest of them was applied, and
+    /// its sequence (the applied ring's bound is counted from it).
     pub(crate) unsynced: u32,
     pub(crate) unsynced_since: Option<std::time::Instant>,
+    pub(crate) oldest_unsynced: Option<u64>,
+    /// Keys under the pending prefix that name no sequence, found at open; the first commit
+    /// deletes them.
+    pub(crate) unreadable_pending: Vec<String>,
 }
 
 /// The follower snapshots a new reader can be given, one per follower commit MDBX may show it.
@@ -153,6 +158,88 @@ pub(crate) struct HybridInner<P, F: RawReplay> {
     pub(crate) datadir: PathBuf,
     pub(crate) recovered: Recovered,
     pub(crate) follower_sync: FollowerSync,
+    /// This datadir's entry in the process's registry of read-write handles; `None` for a
+    /// handle on read-only engines.
+    _registration: Option<Registration>,
+}
+
+/// Datadirs (canonical paths) with a read-write [`HybridDb`] open in this process. A second
+/// handle on the same engines would take commit sequences the first also takes.
+static READ_WRITE_HANDLES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A datadir's place in [`READ_WRITE_HANDLES`], released when the handle's last clone (and
+/// transaction) is gone.
+struct Registration(PathBuf);
+
+impl Registration {
+    fn take(datadir: &Path) -> Result<Self, HybridError> {
+        let key = std::fs::canonicalize(datadir).unwrap_or_else(|_| datadir.to_path_buf());
+        let mut open = READ_WRITE_HANDLES.lock();
+        if open.contains(&key) {
+            return Err(HybridError::AlreadyOpen { datadir: key });
+        }
+        open.push(key.clone());
+        Ok(Self(key))
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        READ_WRITE_HANDLES.lock().retain(|p| *p != self.0);
+    }
+}
+
+/// The thread that syncs an idle handle's deferred RocksDB commits (`commit::sync_if_idle`):
+/// without it, RocksDB's WAL after a node's last burst of blocks would stay unsynced until the
+/// next commit or close. Stopped and joined when the handle's last clone drops, so it never
+/// holds the handle past that.
+struct IdleSync {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IdleSync {
+    fn start<P: RawEngine, F: RawReplay>(inner: &Arc<HybridInner<P, F>>) -> Option<Self> {
+        let FollowerSync::Deferred { max_delay, .. } = inner.follower_sync else {
+            return None;
+        };
+        inner._registration.as_ref()?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let weak = Arc::downgrade(inner);
+        // Ticks at a quarter of the delay, so a deferred commit is synced within 1.25x of it.
+        let tick = (max_delay / 4).max(std::time::Duration::from_millis(10));
+        let thread = std::thread::Builder::new()
+            .name("reth-hybrid-sync".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(tick)
+                {
+                    let Some(db) = weak.upgrade() else { return };
+                    crate::commit::sync_if_idle(&db);
+                }
+            });
+        match thread {
+            Ok(thread) => Some(Self {
+                stop: Some(stop),
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not start the idle sync thread; RocksDB's WAL is synced by commits and at close only");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for IdleSync {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl<P, F: RawReplay> Drop for HybridInner<P, F> {
@@ -169,12 +256,16 @@ impl<P, F: RawReplay> Drop for HybridInner<P, F> {
 
 /// The hybrid database.
 pub struct HybridDb<P, F: RawReplay> {
+    /// ORDER: before `inner`, so the last clone stops the idle sync thread (which holds only a
+    /// weak reference) before it releases the handle.
+    _idle_sync: Option<Arc<IdleSync>>,
     pub(crate) inner: Arc<HybridInner<P, F>>,
 }
 
 impl<P, F: RawReplay> Clone for HybridDb<P, F> {
     fn clone(&self) -> Self {
         Self {
+            _idle_sync: self._idle_sync.clone(),
             inner: Arc::clone(&self.inner),
         }
     }
@@ -250,22 +341,41 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
             Some(&follower),
             options.layout.as_ref(),
         )?;
+        // Before recovery, which writes: a second handle that can commit (MDBX writable: even
+        // with a read-only RocksDB it could make MDBX-only commits) is refused, nothing changed.
+        let registration = match primary.is_read_only() {
+            true => None,
+            false => Some(Registration::take(datadir)?),
+        };
         let intent = IntentLog::new(datadir.join(INTENT_LOG_FILE));
         let recovered = recover(&primary, &follower, &intent)?;
         intent.ensure_durable_file()?;
         // A process killed with deferred commits left them in RocksDB's WAL in the page cache,
         // not on disk: sync before their pending rows count as droppable.
-        let pending_rows = match primary.has_table(Tables::Metadata) {
+        let rows = match primary.has_table(Tables::Metadata) {
             true => {
                 let tx = primary.begin_ro()?;
-                let seqs = crate::control::pending_seqs(&tx)?;
+                let rows = crate::control::pending_rows(&tx)?;
                 tx.abort();
-                seqs
+                rows
             }
             false => Vec::new(),
         };
-        if !pending_rows.is_empty() {
+        if !rows.is_empty() {
             follower.sync_applied()?;
+        }
+        let (pending_rows, unreadable_pending) = rows.into_iter().fold(
+            (Vec::new(), Vec::new()),
+            |(mut seqs, mut unreadable), row| {
+                match row.seq {
+                    Some(seq) => seqs.push(seq),
+                    None => unreadable.push(row.key),
+                }
+                (seqs, unreadable)
+            },
+        );
+        if !unreadable_pending.is_empty() {
+            tracing::warn!(keys = ?unreadable_pending, "pending rows whose key names no commit; nothing needs them, the first commit deletes them");
         }
         let layout = settle_layout(&primary, &follower, options.layout)?;
         // After recovery the follower holds every decided commit: its snapshot is the view of
@@ -274,27 +384,32 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
             current: (recovered.follower_seq, follower.begin_ro()?),
             pending: None,
         };
-        Ok(Self {
-            inner: Arc::new(HybridInner {
-                poisoned: AtomicU64::new(0),
-                state: Mutex::new(CommitState {
-                    seq: recovered.seq,
-                    follower_seq: recovered.follower_seq,
-                    durable_follower_seq: recovered.follower_seq,
-                    pending_rows,
-                    unsynced: 0,
-                    unsynced_since: None,
-                }),
-                follower_sync: options.follower_sync,
-                primary,
-                follower,
-                layout,
-                intent,
-                views: RwLock::new(views),
-                writer: Arc::new(Mutex::new(())),
-                datadir: datadir.to_path_buf(),
-                recovered,
+        let inner = Arc::new(HybridInner {
+            poisoned: AtomicU64::new(0),
+            state: Mutex::new(CommitState {
+                seq: recovered.seq,
+                follower_seq: recovered.follower_seq,
+                durable_follower_seq: recovered.follower_seq,
+                pending_rows,
+                unsynced: 0,
+                unsynced_since: None,
+                oldest_unsynced: None,
+                unreadable_pending,
             }),
+            follower_sync: options.follower_sync,
+            primary,
+            follower,
+            layout,
+            intent,
+            views: RwLock::new(views),
+            writer: Arc::new(Mutex::new(())),
+            datadir: datadir.to_path_buf(),
+            recovered,
+            _registration: registration,
+        });
+        Ok(Self {
+            _idle_sync: IdleSync::start(&inner).map(Arc::new),
+            inner,
         })
     }
 
@@ -315,6 +430,13 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
     /// Sequence of the last committed hybrid write transaction.
     pub fn last_seq(&self) -> u64 {
         self.inner.state.lock().seq
+    }
+
+    /// Deferred commits whose RocksDB writes are not synced yet (their pending rows in MDBX are
+    /// what recovery replays after a power loss). Back to 0 within about `max_delay` of the last
+    /// such commit, idle or not.
+    pub fn unsynced_commits(&self) -> u32 {
+        self.inner.state.lock().unsynced
     }
 
     pub fn primary(&self) -> &P {
@@ -480,24 +602,61 @@ impl<C: RawCursor> RawCursor for Metered<C> {
     }
 }
 
+impl<C: RawCursor> Metered<C> {
+    /// A cursor write to one of reth-hybrid's control rows is refused (see [`refuse_control_row`]).
+    fn guard(&self, key: &[u8]) -> RawResult<()> {
+        refuse_control_row(self.table, key)
+    }
+
+    /// As [`Metered::guard`], for a delete at the cursor's position.
+    fn guard_current(&mut self) -> RawResult<()> {
+        if self.table != Tables::Metadata {
+            return Ok(());
+        }
+        match self.inner.current()? {
+            Some((key, _)) => refuse_control_row(self.table, &key),
+            None => Ok(()),
+        }
+    }
+}
+
 impl<C: RawCursorMut> RawCursorMut for Metered<C> {
     fn upsert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.guard(key)?;
         self.step(Op::CursorWrite, |c| c.upsert(key, value))
     }
     fn insert(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.guard(key)?;
         self.step(Op::CursorWrite, |c| c.insert(key, value))
     }
     fn append(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.guard(key)?;
         self.step(Op::CursorWrite, |c| c.append(key, value))
     }
     fn append_dup(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.guard(key)?;
         self.step(Op::CursorWrite, |c| c.append_dup(key, value))
     }
     fn delete_current(&mut self) -> RawResult<()> {
+        self.guard_current()?;
         self.step(Op::CursorWrite, |c| c.delete_current())
     }
     fn delete_current_duplicates(&mut self) -> RawResult<()> {
+        self.guard_current()?;
         self.step(Op::CursorWrite, |c| c.delete_current_duplicates())
+    }
+}
+
+/// reth-hybrid's own `Metadata` rows (`reth_hybrid.*`: the commit sequences, the layout, pending
+/// RocksDB writes) are written only by the commit protocol, on the engines directly; a write or
+/// delete through the router is refused, so no caller can leave a datadir that no longer opens.
+fn refuse_control_row(table: Tables, key: &[u8]) -> RawResult<()> {
+    match table == Tables::Metadata && is_control_key(key) {
+        true => Err(HybridError::ControlRow {
+            key: String::from_utf8_lossy(key).into_owned(),
+        }
+        .into_database_error(DatabaseError::Delete)),
+        false => Ok(()),
     }
 }
 
@@ -701,19 +860,41 @@ impl<P: RawEngine, F: RawReplay> RawTxMut for HybridTxMut<P, F> {
         Metered<Routed<<P::TxMut as RawTxMut>::CursorMut, <F::TxMut as RawTxMut>::CursorMut>>;
 
     fn put(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()> {
+        refuse_control_row(table, key)?;
         by_table!(self, table, Op::Put, tx => tx.put(table, key, value))
     }
 
     fn append(&self, table: Tables, key: &[u8], value: &[u8]) -> RawResult<()> {
+        refuse_control_row(table, key)?;
         by_table!(self, table, Op::Append, tx => tx.append(table, key, value))
     }
 
     fn delete(&self, table: Tables, key: &[u8], value: Option<&[u8]>) -> RawResult<bool> {
+        refuse_control_row(table, key)?;
         by_table!(self, table, Op::Delete, tx => tx.delete(table, key, value))
     }
 
+    /// A `Metadata` clear deletes reth's rows one by one and keeps reth-hybrid's own (reth's
+    /// `Metadata` holds a handful of rows); every other table is cleared whole.
     fn clear(&self, table: Tables) -> RawResult<()> {
-        by_table!(self, table, Op::Clear, tx => tx.clear(table))
+        if table != Tables::Metadata {
+            return by_table!(self, table, Op::Clear, tx => tx.clear(table));
+        }
+        by_table!(self, table, Op::Clear, tx => {
+            let mut reths = Vec::new();
+            let mut cursor = tx.cursor(table)?;
+            let mut next = cursor.first()?;
+            while let Some((key, _)) = next {
+                if !is_control_key(&key) {
+                    reths.push(key);
+                }
+                next = cursor.next()?;
+            }
+            drop(cursor);
+            reths
+                .iter()
+                .try_for_each(|key| tx.delete(table, key, None).map(drop))
+        })
     }
 
     fn cursor_mut(&self, table: Tables) -> RawResult<Self::CursorMut> {

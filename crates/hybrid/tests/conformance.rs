@@ -64,3 +64,36 @@ reth_hybrid_api::conformance_suite!(hybrid_random_layout, |dir: &Path| open(
     dir,
     random_layout()
 ));
+
+/// reth-hybrid's control rows through the router, with `Metadata` in MDBX and in RocksDB.
+mod control_rows {
+    use super::*;
+    use reth_hybrid_hybrid::suites::{OpenError, control_rows};
+
+    fn in_mdbx(dir: &Path) -> Result<common::Db, OpenError> {
+        Ok(open(dir, Layout::all(EngineKind::Mdbx)))
+    }
+
+    fn in_rocksdb(dir: &Path) -> Result<common::Db, OpenError> {
+        Ok(open(dir, Layout::all(EngineKind::RocksDb)))
+    }
+
+    fn default_layout(dir: &Path) -> Result<common::Db, OpenError> {
+        Ok(open(dir, Layout::default()))
+    }
+
+    #[test]
+    fn metadata_in_mdbx() {
+        control_rows::survive_a_metadata_clear_and_refuse_writes(in_mdbx);
+    }
+
+    #[test]
+    fn metadata_in_rocksdb() {
+        control_rows::survive_a_metadata_clear_and_refuse_writes(in_rocksdb);
+    }
+
+    #[test]
+    fn default_layout_with_deferred_syncs() {
+        control_rows::survive_a_metadata_clear_and_refuse_writes(default_layout);
+    }
+}

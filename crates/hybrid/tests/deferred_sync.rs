@@ -329,3 +329,197 @@ fn a_hole_in_rocksdbs_wal_is_found_and_replayed() {
         "commits 4 and 5 are back in RocksDB"
     );
 }
+
+/// Commit `i`'s MDBX row only (a commit that leaves RocksDB alone, as most of reth's are not but
+/// some are): the sequence moves on, RocksDB's applied ring does not.
+fn mdbx_only_commit(db: &Db, i: u64) {
+    let tx = db.begin_rw().expect("rw");
+    tx.put(Tables::HeaderNumbers, &common::hash(i), &i.to_be_bytes())
+        .expect("mdbx row");
+    tx.commit().expect("commit");
+}
+
+/// The record of pending row `seq`, as MDBX holds it now.
+fn pending_record(db: &Db, seq: u64) -> Vec<u8> {
+    let tx = db.primary().begin_ro().expect("ro");
+    pending_rows(&tx)
+        .expect("rows")
+        .into_iter()
+        .find(|r| r.seq == Some(seq))
+        .unwrap_or_else(|| panic!("pending row {seq}"))
+        .record
+}
+
+fn apply_record(rocks: &RocksEngine, record: &[u8]) {
+    let Decoded::Record(record) = intent_log::decode(record) else {
+        panic!("the row decodes")
+    };
+    rocks.apply_exported(&record.payload).expect("apply");
+}
+
+/// The applied ring has 1,024 slots, indexed by sequence number. 1,100 commits that write only
+/// to MDBX between two deferred commits once put them ~1,100 sequence numbers apart with no sync
+/// between (the sync interval counted deferred commits only): past the ring's reach, so a power
+/// loss that kept the later commit's WAL and lost the earlier one's left a hole recovery did not
+/// look for, and the next commit deleted the lost commit's row. Now a sync comes before the
+/// distance reaches half the ring, so every commit a power loss can take is within the ring.
+///
+/// Power loss is modelled by its rule: RocksDB keeps what it synced (the commits whose pending
+/// rows MDBX has retired) and may keep any later commit while losing an earlier one (the hole);
+/// here it keeps the newest commit and loses every other unsynced one.
+#[test]
+fn mdbx_only_commits_cannot_carry_a_lost_commit_past_the_applied_ring() {
+    let (data, scratch) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    let (image, kept, newest) = {
+        let db = open_with(data.path(), None, deferred(10)).expect("open");
+        for i in 1..=3 {
+            commit(&db, i);
+        }
+        db.follower().sync_applied().expect("sync");
+        let image = checkpoint(&db, scratch.path());
+        commit(&db, 4);
+        let row_4 = pending_record(&db, 4);
+        for i in 0..1_100 {
+            mdbx_only_commit(&db, i);
+        }
+        commit(&db, 5);
+        let newest = db.last_seq();
+        assert_eq!(newest, 4 + 1_100 + 1);
+        let rows = pending(&db);
+        assert!(
+            !rows.contains(&4),
+            "commit 4 was synced before the sequence moved half the ring past it (rows {rows:?})"
+        );
+        // Synced commits survive the power loss.
+        let kept: Vec<Vec<u8>> = [(4, row_4)]
+            .into_iter()
+            .filter(|(seq, _)| !rows.contains(seq))
+            .map(|(_, row)| row)
+            .collect();
+        (image, kept, pending_record(&db, newest))
+    };
+    {
+        let rocks = RocksEngine::open(&image, &RocksOptions::default()).expect("image");
+        for row in kept.iter().chain([&newest]) {
+            apply_record(&rocks, row);
+        }
+    }
+    lose_unsynced_rocksdb(data.path(), &image);
+
+    let db = open_with(data.path(), None, deferred(10)).expect("recovers");
+    let (blocks, txs) = visible(&db);
+    assert_eq!(blocks, (1..=5).collect());
+    assert_eq!(txs, (1..=5).collect(), "no RocksDB commit was lost");
+}
+
+/// A node between bursts of blocks commits nothing: its last deferred commits are synced by the
+/// handle's idle sync within about the delay, not at the next commit or close.
+#[test]
+fn an_idle_handle_syncs_its_deferred_commits() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sync = FollowerSync::Deferred {
+        max_commits: 64,
+        max_delay: std::time::Duration::from_millis(100),
+        max_row_bytes: 16 << 20,
+    };
+    let db = open_with(dir.path(), None, sync).expect("open");
+    commit(&db, 1);
+    commit(&db, 2);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while db.unsynced_commits() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "RocksDB's WAL was not synced while the handle sat idle ({} commits unsynced)",
+            db.unsynced_commits()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The sync made rows 1 and 2 needless: the next commit deletes them.
+    commit(&db, 3);
+    assert_eq!(pending(&db), vec![3]);
+}
+
+/// A damaged pending row at or below RocksDB's sequence whose ring slot does not show its
+/// commit is the only copy of a lost commit's writes: refused, not skipped (skipping it once
+/// made recovery replay the hole from the next row on and lose this commit silently).
+#[test]
+fn a_damaged_row_inside_a_hole_is_refused_and_nothing_changes() {
+    let (data, scratch) = (
+        tempfile::tempdir().expect("tmp"),
+        tempfile::tempdir().expect("tmp"),
+    );
+    let image = {
+        let db = open_with(data.path(), None, deferred(10)).expect("open");
+        for i in 1..=3 {
+            commit(&db, i);
+        }
+        db.follower().sync_applied().expect("sync");
+        let image = checkpoint(&db, scratch.path());
+        for i in 4..=6 {
+            commit(&db, i);
+        }
+        let row_6 = pending_record(&db, 6);
+        let rocks = RocksEngine::open(&image, &RocksOptions::default()).expect("image");
+        apply_record(&rocks, &row_6);
+        image
+    };
+    lose_unsynced_rocksdb(data.path(), &image);
+    let key = pending_key(4);
+    {
+        let mdbx = MdbxEngine::open(data.path(), MdbxOptions::create()).expect("mdbx");
+        let tx = mdbx.begin_rw().expect("rw");
+        let mut row = tx
+            .get(Tables::Metadata, key.as_bytes())
+            .expect("get")
+            .expect("row 4");
+        let middle = row.len() / 2;
+        row[middle] ^= 0x10;
+        tx.put(Tables::Metadata, key.as_bytes(), &row).expect("put");
+        tx.commit().expect("commit");
+    }
+    match open_with(data.path(), None, deferred(10)) {
+        Err(e @ HybridError::PendingRowDamaged { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&key) && msg.contains("Nothing was changed"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected PendingRowDamaged for row 4, got {other:?}"),
+    }
+    assert_eq!(rocksdb_seq(data.path()), 6, "RocksDB untouched");
+}
+
+/// A row under the pending prefix whose key names no sequence cannot be a commit recovery
+/// needs (it would have refused the gap): the first commit after the open deletes it.
+#[test]
+fn a_pending_row_with_an_unreadable_key_is_deleted_by_the_next_commit() {
+    let dir = tempfile::tempdir().expect("tmp");
+    drop(open_with(dir.path(), None, deferred(10)).expect("create"));
+    let junk = format!(
+        "{}not-a-sequence",
+        reth_hybrid_hybrid::control::PENDING_KEY_PREFIX
+    );
+    {
+        let mdbx = MdbxEngine::open(dir.path(), MdbxOptions::create()).expect("mdbx");
+        let tx = mdbx.begin_rw().expect("rw");
+        reth_hybrid_hybrid::control::put_bytes(&tx, &junk, vec![1, 2, 3]).expect("put");
+        tx.commit().expect("commit");
+    }
+    let db = open_with(dir.path(), None, deferred(10)).expect("opens");
+    commit(&db, 1);
+    let tx = db.primary().begin_ro().expect("ro");
+    let keys: Vec<String> = pending_rows(&tx)
+        .expect("rows")
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    assert!(
+        !keys.contains(&junk),
+        "the unreadable row is gone: {keys:?}"
+    );
+    assert_eq!(keys, vec![pending_key(1)]);
+}

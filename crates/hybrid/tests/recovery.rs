@@ -132,7 +132,8 @@ fn torn_intent_tail_is_dropped() {
         seq: 2,
         prev_follower_seq: 1,
         payload: vec![7; 100],
-    });
+    })
+    .expect("frames");
     fs::write(dir.path().join(INTENT_LOG_FILE), &full[..full.len() - 3]).expect("write torn");
     let db = open(dir.path(), None).expect("recovers");
     assert_eq!(
@@ -151,7 +152,8 @@ fn corrupt_intent_is_refused_and_changes_nothing() {
         seq: 2,
         prev_follower_seq: 1,
         payload: vec![7; 100],
-    });
+    })
+    .expect("frames");
     full[40] ^= 0xff;
     fs::write(dir.path().join(INTENT_LOG_FILE), &full).expect("write corrupt");
     match open(dir.path(), None) {

@@ -320,7 +320,8 @@ fn cases() -> Vec<Case> {
                     seq,
                     prev_follower_seq: follower_seq.saturating_sub(1),
                     payload: vec![9; 64],
-                });
+                })
+                .expect("frames");
                 bytes[30] ^= 0xff;
                 std::fs::write(d.join(INTENT_LOG_FILE), bytes).expect("write");
                 Some(Held::Nothing)

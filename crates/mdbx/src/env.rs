@@ -400,6 +400,10 @@ impl RawEngine for MdbxEngine {
         "mdbx"
     }
 
+    fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
     fn path(&self) -> PathBuf {
         self.inner.datadir.join("db")
     }

@@ -300,6 +300,10 @@ impl RawEngine for RocksEngine {
         "rocksdb"
     }
 
+    fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
     fn path(&self) -> PathBuf {
         self.inner.path.clone()
     }

@@ -65,6 +65,8 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RocksError + '_ {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), RocksError> {
+    #[cfg(test)]
+    tests::SYNCED_DIRS.with(|synced| synced.borrow_mut().push(dir.to_path_buf()));
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io(dir))
@@ -133,8 +135,11 @@ impl Export {
             let _ = std::fs::remove_dir_all(&dir);
             return Ok(encode(&self.files));
         }
+        // Each level's entry, down from the engine's folder: `spill/` itself may be new (the
+        // first spill of this datadir), and power loss could otherwise take it with the files.
         sync_dir(&dir)?;
         sync_dir(&self.engine_path.join(SPILL_DIR))?;
+        sync_dir(&self.engine_path)?;
         let bytes: u64 = self.files.iter().map(|f| f.bytes).sum();
         tracing::info!(
             files = self.files.len(),
@@ -267,5 +272,49 @@ pub(crate) fn remove(engine_path: &Path, files: &[ExportedFile]) {
         && let Err(e) = std::fs::remove_dir_all(&dir)
     {
         tracing::warn!(path = %dir.display(), error = %e, "could not remove an applied commit's files");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RocksEngine, RocksOptions};
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// The folders `sync_dir` synced on this thread, in order.
+        pub(super) static SYNCED_DIRS: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// An exported commit names its files from the engine's folder down; every folder on that
+    /// path must be durable before the intent naming them is, `spill/` included (a datadir's
+    /// first spill creates it).
+    #[test]
+    fn an_export_syncs_every_folder_down_from_the_engines() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("hybrid-rocksdb");
+        let engine = RocksEngine::open(&path, &RocksOptions::default()).expect("open");
+        assert!(
+            !path.join(SPILL_DIR).exists(),
+            "the first spill creates spill/"
+        );
+        SYNCED_DIRS.with(|s| s.borrow_mut().clear());
+        let mut export = Export::begin(&path).expect("begin");
+        let commit_dir = path.join(SPILL_DIR).join(&export.dir_name);
+        export
+            .table(&engine.inner, Tables::TransactionHashNumbers, |sink| {
+                sink.add(&[1; 32], Some(&[2; 8]))
+            })
+            .expect("table");
+        let manifest = export.finish().expect("finish");
+        assert!(is_manifest(&manifest));
+        let synced = SYNCED_DIRS.with(|s| s.borrow().clone());
+        for wanted in [commit_dir, path.join(SPILL_DIR), path.clone()] {
+            assert!(
+                synced.contains(&wanted),
+                "{} was not synced (synced: {synced:?})",
+                wanted.display()
+            );
+        }
     }
 }

@@ -10,7 +10,7 @@ use crate::{
     export,
     spill::decode_entry,
     view::{
-        BaseLast, IterCache, IterPool, Merged, Overlay, OwnedSnapshot, RocksRow, snapshot_keys,
+        BaseLast, IterCache, IterPool, Merged, Overlay, OwnedSnapshot, RocksRow, snapshot_last_key,
     },
 };
 use parking_lot::{Mutex, RawMutex, RwLock, lock_api::ArcMutexGuard};
@@ -170,11 +170,31 @@ impl TxInner {
             return Ok(WriteBatch::default().data().to_vec());
         };
         let overlay = overlay.read();
-        if overlay.has_spilled() {
+        if self.commits_as_files(&overlay)? {
             self.export_files(&overlay)
         } else {
             Ok(self.write_batch(&overlay)?.data().to_vec())
         }
+    }
+
+    /// Whether the commit must be made of SST files rather than a write batch: the writes
+    /// spilled, or a table with rows was cleared. A clear is one delete per row, and a batch
+    /// would hold them all in memory (tens of GB for a node's tx-hash table, then copied into
+    /// the intent); the files stream them from the snapshot, memory staying at the overlay's.
+    /// (A range deletion would be one entry, but RocksDB refuses range deletions on a database
+    /// with a row cache, which the node's engine has: docs/rocksdb-tuning.md.)
+    fn commits_as_files(&self, overlay: &Overlay) -> RawResult<bool> {
+        if overlay.has_spilled() {
+            return Ok(true);
+        }
+        for table in Tables::ALL {
+            if overlay.tables[table as usize].cleared
+                && snapshot_last_key(&self.snap, table)?.is_some()
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The commit as one SST file per changed table (`Metadata`, holding the commit's
@@ -208,19 +228,14 @@ impl TxInner {
         export.finish()
     }
 
+    /// The commit as one write batch: the in-memory writes, at most the spill budget. Only for
+    /// a transaction that neither spilled nor cleared a table with rows (`commits_as_files`).
     fn write_batch(&self, overlay: &Overlay) -> RawResult<WriteBatch> {
         let mut batch = WriteBatch::default();
         let engine = self.snap.engine();
         for table in Tables::ALL {
             let o = &overlay.tables[table as usize];
             let cf = engine.cf(table);
-            if o.cleared {
-                snapshot_keys(&self.snap, table, |k| {
-                    if !o.writes.contains_key(k) {
-                        batch.delete_cf(cf, k);
-                    }
-                })?;
-            }
             for (k, v) in &o.writes {
                 match v {
                     Some(v) => batch.put_cf(cf, k, v),
@@ -610,7 +625,7 @@ impl RocksTxMut {
             return Ok(());
         };
         let overlay = overlay.read();
-        if overlay.has_spilled() {
+        if self.inner.commits_as_files(&overlay)? {
             let manifest = self.inner.export_files(&overlay)?;
             let files = export::decode(&manifest)?.expect("export_files writes a manifest");
             let applied = export::apply(engine, &files);

@@ -697,19 +697,10 @@ fn advance(it: &mut Option<rocksdb::DBRawIteratorWithThreadMode<'_, DB>>) {
     }
 }
 
-/// Every key of a table in the snapshot (for committing a `clear`).
-pub(crate) fn snapshot_keys(
-    snap: &OwnedSnapshot,
-    table: Tables,
-    mut f: impl FnMut(&[u8]),
-) -> RawResult<()> {
+/// The snapshot's last key in `table` (`None`: the table is empty there).
+pub(crate) fn snapshot_last_key(snap: &OwnedSnapshot, table: Tables) -> RawResult<Option<Vec<u8>>> {
     let mut it = snap.iter(table);
-    it.seek_to_first();
-    while it.valid() {
-        if let Some(k) = it.key() {
-            f(k);
-        }
-        it.next();
-    }
-    it.status().map_err(|e| read_err("scan", table, e))
+    it.seek_to_last();
+    it.status().map_err(|e| read_err("scan", table, e))?;
+    Ok(it.key().map(<[u8]>::to_vec))
 }

@@ -587,3 +587,71 @@ fn a_read_write_open_removes_a_killed_process_spill_stores_but_not_commit_files(
         "an intent may still need it"
     );
 }
+
+/// A clear is one delete per row. Committed as a write batch it once held every row's delete in
+/// memory, copied again into the hybrid's intent: tens of GB for a synced node's tx-hash table,
+/// and a commit that could never be applied. With rows in the table, the commit is now a small
+/// manifest of SST files streamed from the snapshot (memory at the overlay's, whatever the
+/// table's size), and it leaves exactly the rows written after the clear.
+#[test]
+fn clearing_a_table_with_rows_commits_a_manifest_not_a_batch_of_every_row() {
+    use reth_hybrid_api::raw::RawReplay;
+    let dir = tempfile::tempdir().expect("tmp");
+    let engine = RocksEngine::open_in_datadir(dir.path()).expect("open");
+    let table = Tables::TransactionHashNumbers;
+    let hash = |i: u64| {
+        let mut h = [0x5a; 32];
+        h[..8].copy_from_slice(&i.to_be_bytes());
+        h
+    };
+    let tx = engine.begin_rw().expect("rw");
+    for i in 0..50_000u64 {
+        tx.put(table, &hash(i), &i.to_le_bytes()).expect("put");
+    }
+    tx.commit().expect("fill");
+
+    let tx = engine.begin_rw().expect("rw");
+    tx.put(table, &hash(1_000_000), &[9; 8])
+        .expect("a row the clear removes");
+    tx.clear(table).expect("clear");
+    for i in 10..20u64 {
+        tx.put(table, &hash(i), &(i + 1).to_le_bytes())
+            .expect("a row after the clear");
+    }
+    tx.put(Tables::AccountsHistory, &[7; 28], &[1; 16])
+        .expect("another table beside it");
+    let frozen = RocksEngine::freeze(tx);
+    let payload = RocksEngine::export_writes(&frozen).expect("export");
+    assert!(
+        payload.len() < 4096 && !RocksEngine::can_defer(&payload),
+        "a manifest of files, not a batch of 50,000 deletes ({} bytes)",
+        payload.len()
+    );
+    drop(frozen);
+    engine.apply_exported(&payload).expect("apply");
+    // Applying it again (a replay after a crash) leaves the same rows.
+    engine.apply_exported(&payload).expect("replay");
+    engine.discard_exports().expect("discard");
+
+    let tx = engine.begin_ro().expect("ro");
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = (10..20u64)
+        .map(|i| (hash(i).to_vec(), (i + 1).to_le_bytes().to_vec()))
+        .collect();
+    assert_eq!(rows(&tx, table), expected);
+    assert_eq!(rows(&tx, Tables::AccountsHistory).len(), 1);
+}
+
+/// A clear of an empty table stays a write batch (nothing to delete).
+#[test]
+fn clearing_an_empty_table_commits_a_write_batch() {
+    use reth_hybrid_api::raw::RawReplay;
+    let dir = tempfile::tempdir().expect("tmp");
+    let engine = RocksEngine::open_in_datadir(dir.path()).expect("open");
+    let tx = engine.begin_rw().expect("rw");
+    tx.clear(Tables::TransactionHashNumbers).expect("clear");
+    tx.put(Tables::TransactionHashNumbers, &[1; 32], &[2; 8])
+        .expect("put");
+    let frozen = RocksEngine::freeze(tx);
+    let payload = RocksEngine::export_writes(&frozen).expect("export");
+    assert!(RocksEngine::can_defer(&payload), "a write batch");
+}

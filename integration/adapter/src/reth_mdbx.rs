@@ -130,6 +130,12 @@ impl RawEngine for RethMdbx {
         "mdbx"
     }
 
+    /// reth's environment opened read-only (an environment that cannot say counts as writable,
+    /// so the hybrid treats it as a writer: the safe side).
+    fn is_read_only(&self) -> bool {
+        self.env.is_read_only().unwrap_or(false)
+    }
+
     fn path(&self) -> PathBuf {
         reth_db_api::database::Database::path(&*self.env)
     }

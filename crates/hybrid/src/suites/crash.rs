@@ -8,7 +8,7 @@
 
 use super::{
     Open,
-    workload::{visible, write_commit},
+    workload::{visible, write_clearing_commit, write_commit},
 };
 use crate::crash::CrashPoint;
 use reth_hybrid_api::raw::{RawEngine, RawReplay, RawTx};
@@ -23,6 +23,8 @@ use std::{
 
 const CHILD_DIR: &str = "RETH_HYBRID_CRASH_DIR";
 const CHILD_COMMITS: &str = "RETH_HYBRID_CRASH_COMMITS";
+/// `clear`: the child makes clearing commits (`workload::write_clearing_commit`).
+const CHILD_WORKLOAD: &str = "RETH_HYBRID_CRASH_WORKLOAD";
 const SIGKILL: i32 = 9;
 /// Written by a child once its datadir is open.
 const OPENED: &str = "opened";
@@ -45,6 +47,7 @@ pub fn child<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
+    let clearing = std::env::var(CHILD_WORKLOAD).is_ok_and(|w| w == "clear");
     let db = open(dir).expect("child opens the datadir");
     // The timer kills start counting from here: opening (reth's MDBX twice, RocksDB) can take
     // longer than the delay on a loaded machine, and a kill before any commit tests nothing.
@@ -63,7 +66,10 @@ pub fn child<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
     }
     for i in start + 1..=start + n {
         let tx = db.begin_rw().expect("rw");
-        write_commit(&tx, i);
+        match clearing {
+            true => write_clearing_commit(&tx, i),
+            false => write_commit(&tx, i),
+        }
         tx.commit().expect("commit");
         // One write(2) per ack (`writeln!` makes two: the number, then the newline).
         acks.write_all(format!("{i}\n").as_bytes()).expect("ack");
@@ -72,10 +78,20 @@ pub fn child<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
 }
 
 fn spawn_child(dir: &Path, crash_at: Option<String>, commits: u64) -> std::process::Child {
+    spawn_workload(dir, crash_at, commits, "plain")
+}
+
+fn spawn_workload(
+    dir: &Path,
+    crash_at: Option<String>,
+    commits: u64,
+    workload: &str,
+) -> std::process::Child {
     let mut cmd = Command::new(std::env::current_exe().expect("test binary"));
     cmd.args(["--ignored", "--exact", "crash_child", "--test-threads=1"])
         .env(CHILD_DIR, dir)
         .env(CHILD_COMMITS, commits.to_string())
+        .env(CHILD_WORKLOAD, workload)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     match crash_at {
@@ -103,6 +119,16 @@ fn verify<P: RawEngine, F: RawReplay>(open: Open<P, F>, dir: &Path, context: &st
     assert_eq!(
         blocks, txs,
         "{context}: a commit is in one engine only (torn commit)"
+    );
+    // The clearing workload leaves one header number (its last commit's); a lost MDBX clear
+    // leaves more.
+    let header_numbers = db
+        .begin_ro()
+        .and_then(|tx| tx.entries(reth_hybrid_api::Tables::HeaderNumbers))
+        .expect("entries");
+    assert!(
+        header_numbers <= 1,
+        "{context}: {header_numbers} header numbers: an MDBX clear was torn"
     );
     let max = blocks.last().copied().unwrap_or(0);
     assert_eq!(
@@ -193,12 +219,21 @@ pub fn kills_at_every_crash_point<P: RawEngine, F: RawReplay>(open: Open<P, F>) 
 /// Kills children at the `hit`-th pass (1 to 3, by round) of the crash point `name`, one datadir
 /// for all rounds; returns the kills and the most commits the datadir reached.
 fn kill_rounds<P: RawEngine, F: RawReplay>(open: Open<P, F>, name: &str) -> (u64, u64) {
+    kill_workload_rounds(open, name, "plain", rounds())
+}
+
+fn kill_workload_rounds<P: RawEngine, F: RawReplay>(
+    open: Open<P, F>,
+    name: &str,
+    workload: &str,
+    rounds: u64,
+) -> (u64, u64) {
     let dir = tempfile::tempdir().expect("tmp");
     let (mut kills, mut committed) = (0, 0);
-    for round in 0..rounds() {
+    for round in 0..rounds {
         let hit = round % 3 + 1;
-        let context = format!("{name}:{hit} round {round}");
-        let status = spawn_child(dir.path(), Some(format!("{name}:{hit}")), 3)
+        let context = format!("{workload} {name}:{hit} round {round}");
+        let status = spawn_workload(dir.path(), Some(format!("{name}:{hit}")), 3, workload)
             .wait()
             .expect("wait");
         expect_killed(status, &context);
@@ -206,6 +241,45 @@ fn kill_rounds<P: RawEngine, F: RawReplay>(open: Open<P, F>, name: &str) -> (u64
         committed = committed.max(verify(open, dir.path(), &context));
     }
     (kills, committed)
+}
+
+/// Kills inside commits that clear a RocksDB table and an MDBX table with writes before and after
+/// each clear (`workload::write_clearing_commit`), at every crash point of the commit and inside
+/// recovery's replay: every reopen finds each clearing commit whole in both engines (a cleared
+/// RocksDB table is one range deletion in the commit's batch, replayed as such) and every
+/// acknowledged one. A third of [`kills_at_every_crash_point`]'s rounds per point.
+pub fn kills_in_clearing_commits<P: RawEngine, F: RawReplay>(open: Open<P, F>) {
+    super::deferred(open);
+    let rounds = rounds().div_ceil(3).max(3);
+    let mut kills = 0;
+    let mut committed = 0;
+    for point in [
+        CrashPoint::AfterIntentWrite,
+        CrashPoint::AfterPrimaryCommit,
+        CrashPoint::AfterFollowerApply,
+        CrashPoint::AfterIntentClear,
+    ] {
+        let (k, c) = kill_workload_rounds(open, point.name(), "clear", rounds);
+        kills += k;
+        committed = committed.max(c);
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    for round in 0..rounds {
+        let context = format!("clear RecoveryAfterReplay round {round}");
+        for (spec, commits) in [("AfterPrimaryCommit:1", 2), ("RecoveryAfterReplay:1", 1)] {
+            let status = spawn_workload(dir.path(), Some(spec.into()), commits, "clear")
+                .wait()
+                .expect("wait");
+            expect_killed(status, &context);
+            kills += 1;
+        }
+        committed = committed.max(verify(open, dir.path(), &context));
+    }
+    assert!(
+        committed >= rounds,
+        "the children made clearing commits between their kills (at most {committed})"
+    );
+    println!("{kills} kills in clearing commits, no torn commit, no lost acknowledgement");
 }
 
 /// Kills at crash points an engine of the pair defines itself (`RETH_HYBRID_CRASH_AT` names

@@ -4,6 +4,7 @@
 //!
 //! Feature `test-suites` (it turns on the crash and fault points the tests drive).
 
+pub mod control_rows;
 pub mod crash;
 pub mod readers;
 pub mod stress;
@@ -55,6 +56,16 @@ macro_rules! pair_suite {
         #[test]
         fn kills_at_every_crash_point_leave_no_torn_commit() {
             $crate::suites::crash::kills_at_every_crash_point($open);
+        }
+
+        #[test]
+        fn kills_in_clearing_commits_leave_no_torn_commit() {
+            $crate::suites::crash::kills_in_clearing_commits($open);
+        }
+
+        #[test]
+        fn control_rows_survive_a_metadata_clear_and_refuse_writes() {
+            $crate::suites::control_rows::survive_a_metadata_clear_and_refuse_writes($open);
         }
 
         #[test]

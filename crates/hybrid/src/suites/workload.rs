@@ -16,6 +16,34 @@ pub fn write_commit<X: RawTxMut>(tx: &X, i: u64) {
         .expect("rocksdb row");
 }
 
+/// Commit `i` of the clearing workload (the crash suite's clear kills): rows written before the
+/// clears that the clears must remove (a tx hash no commit has, in RocksDB; a header number, in
+/// MDBX), a clear of `TransactionHashNumbers` and of `HeaderNumbers`, then commit `i`'s rows,
+/// `HeaderNumbers[hash(i)]`, and every earlier commit's tx hash written again. A whole commit
+/// leaves what [`write_commit`] would have; a clear applied without the writes after it, or the
+/// writes without the clear, shows in [`visible`] (lost tx numbers, or `u64::MAX`).
+pub fn write_clearing_commit<X: RawTxMut>(tx: &X, i: u64) {
+    tx.put(
+        Tables::TransactionHashNumbers,
+        &hash(u64::MAX - i),
+        &u64::MAX.to_le_bytes(),
+    )
+    .expect("rocksdb row before the clear");
+    tx.put(Tables::HeaderNumbers, &hash(u64::MAX - i), &i.to_be_bytes())
+        .expect("mdbx row before the clear");
+    tx.clear(Tables::TransactionHashNumbers)
+        .expect("clear a rocksdb table");
+    tx.clear(Tables::HeaderNumbers)
+        .expect("clear an mdbx table");
+    write_commit(tx, i);
+    tx.put(Tables::HeaderNumbers, &hash(i), &i.to_be_bytes())
+        .expect("mdbx row after the clear");
+    for k in 1..i {
+        tx.put(Tables::TransactionHashNumbers, &hash(k), &k.to_le_bytes())
+            .expect("rocksdb row after the clear");
+    }
+}
+
 /// Makes commit `i` in one write transaction.
 pub fn commit<E: RawEngine>(db: &E, i: u64) -> Result<(), DatabaseError> {
     let tx = db.begin_rw()?;
