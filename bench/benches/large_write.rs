@@ -163,12 +163,17 @@ impl AnonPeak {
     }
 }
 
-/// One case: puts `rows` rows in one transaction, reads some back, commits; prints
-/// `anon_growth_bytes rss_growth_bytes seconds`.
+/// One case, measured: a large write ([`write_rows`]) or a clear ([`run_clear`]).
 fn run_case<E: RawEngine>(db: &E, workload: Workload, rows: u64) {
-    if let Workload::Clear = workload {
-        return run_clear(db, rows);
+    match workload {
+        Workload::Clear => run_clear(db, rows),
+        _ => measured(|| write_rows(db, workload, rows)),
     }
+}
+
+/// Runs `work` and prints `anon_growth_bytes rss_growth_bytes seconds`: its peak growth of
+/// anonymous memory and of RSS over the memory before it, and its time.
+fn measured(work: impl FnOnce()) {
     let before_rss = status_bytes("VmRSS:");
     let before_anon = status_bytes("RssAnon:");
     if !reset_peak() {
@@ -177,6 +182,15 @@ fn run_case<E: RawEngine>(db: &E, workload: Workload, rows: u64) {
     }
     let anon = AnonPeak::start();
     let started = Instant::now();
+    work();
+    let secs = started.elapsed().as_secs_f64();
+    let anon_growth = anon.finish().saturating_sub(before_anon);
+    let rss_growth = status_bytes("VmHWM:").saturating_sub(before_rss);
+    println!("{anon_growth} {rss_growth} {secs:.3}");
+}
+
+/// Puts `rows` rows in one transaction, reads some back, commits.
+fn write_rows<E: RawEngine>(db: &E, workload: Workload, rows: u64) {
     let table = workload.table();
     let tx = db.begin_rw().expect("rw");
     let mut keys = KeyGen::new(rows);
@@ -194,14 +208,10 @@ fn run_case<E: RawEngine>(db: &E, workload: Workload, rows: u64) {
         }
     }
     tx.commit().expect("commit");
-    let secs = started.elapsed().as_secs_f64();
-    let anon_growth = anon.finish().saturating_sub(before_anon);
-    let rss_growth = status_bytes("VmHWM:").saturating_sub(before_rss);
-    println!("{anon_growth} {rss_growth} {secs:.3}");
 }
 
 /// The `clear` case: `rows` tx hashes committed (not measured), then the measured clearing
-/// transaction; prints as [`run_case`] does.
+/// transaction ([`clear_between_writes`]); prints as [`measured`] does, then checks the rows left.
 fn run_clear<E: RawEngine>(db: &E, rows: u64) {
     let table = Tables::TransactionHashNumbers;
     let tx = db.begin_rw().expect("rw");
@@ -211,35 +221,7 @@ fn run_clear<E: RawEngine>(db: &E, rows: u64) {
         tx.put(table, &key, &value).expect("put");
     }
     tx.commit().expect("fill");
-    let before_rss = status_bytes("VmRSS:");
-    let before_anon = status_bytes("RssAnon:");
-    if !reset_peak() {
-        println!("skip: /proc/self/clear_refs cannot be written here");
-        return;
-    }
-    let anon = AnonPeak::start();
-    let started = Instant::now();
-    let tx = db.begin_rw().expect("rw");
-    let hash = |tag: u8, i: u64| {
-        let mut h = [tag; 32];
-        h[..8].copy_from_slice(&i.to_be_bytes());
-        h
-    };
-    for i in 0..AROUND_CLEAR {
-        tx.put(table, &hash(0xb0, i), &i.to_be_bytes())
-            .expect("before the clear");
-        tx.put(Tables::CanonicalHeaders, &i.to_be_bytes(), &[7; 32])
-            .expect("mdbx row");
-    }
-    tx.clear(table).expect("clear");
-    for i in 0..AROUND_CLEAR {
-        tx.put(table, &hash(0xa0, i), &i.to_be_bytes())
-            .expect("after the clear");
-    }
-    tx.commit().expect("commit the clear");
-    let secs = started.elapsed().as_secs_f64();
-    let anon_growth = anon.finish().saturating_sub(before_anon);
-    let rss_growth = status_bytes("VmHWM:").saturating_sub(before_rss);
+    measured(|| clear_between_writes(db));
     let tx = db.begin_ro().expect("ro");
     assert_eq!(
         tx.entries(table).expect("entries") as u64,
@@ -247,11 +229,36 @@ fn run_clear<E: RawEngine>(db: &E, rows: u64) {
         "only the rows written after the clear are left"
     );
     assert_eq!(
-        tx.get(table, &hash(0xa0, 7)).expect("get"),
+        tx.get(table, &tagged_hash(0xa0, 7)).expect("get"),
         Some(7u64.to_be_bytes().to_vec())
     );
-    assert_eq!(tx.get(table, &hash(0xb0, 7)).expect("get"), None);
-    println!("{anon_growth} {rss_growth} {secs:.3}");
+    assert_eq!(tx.get(table, &tagged_hash(0xb0, 7)).expect("get"), None);
+}
+
+/// A tx hash of the clearing transaction: `tag` (before or after the clear) and `i`.
+fn tagged_hash(tag: u8, i: u64) -> [u8; 32] {
+    let mut h = [tag; 32];
+    h[..8].copy_from_slice(&i.to_be_bytes());
+    h
+}
+
+/// The measured transaction of the `clear` case: writes in both engines, the clear, writes
+/// again, commit.
+fn clear_between_writes<E: RawEngine>(db: &E) {
+    let table = Tables::TransactionHashNumbers;
+    let tx = db.begin_rw().expect("rw");
+    for i in 0..AROUND_CLEAR {
+        tx.put(table, &tagged_hash(0xb0, i), &i.to_be_bytes())
+            .expect("before the clear");
+        tx.put(Tables::CanonicalHeaders, &i.to_be_bytes(), &[7; 32])
+            .expect("mdbx row");
+    }
+    tx.clear(table).expect("clear");
+    for i in 0..AROUND_CLEAR {
+        tx.put(table, &tagged_hash(0xa0, i), &i.to_be_bytes())
+            .expect("after the clear");
+    }
+    tx.commit().expect("commit the clear");
 }
 
 fn child(spec: &str) {

@@ -70,6 +70,25 @@ fn synced_at_3_then_two_more(data: &Path, scratch: &Path) -> PathBuf {
     image
 }
 
+/// One bit of pending row `seq` flips on disk (MDBX opened on its own, the hybrid closed);
+/// returns the row as it was.
+fn damage_pending_row(datadir: &Path, seq: u64) -> Vec<u8> {
+    let key = pending_key(seq);
+    let mdbx = MdbxEngine::open(datadir, MdbxOptions::create()).expect("mdbx");
+    let tx = mdbx.begin_rw().expect("rw");
+    let row = tx
+        .get(Tables::Metadata, key.as_bytes())
+        .expect("get")
+        .unwrap_or_else(|| panic!("row {seq}"));
+    let mut damaged = row.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0x10;
+    tx.put(Tables::Metadata, key.as_bytes(), &damaged)
+        .expect("put");
+    tx.commit().expect("commit");
+    row
+}
+
 #[test]
 fn commits_rocksdb_lost_are_replayed_from_mdbx() {
     let (data, scratch) = (
@@ -110,21 +129,7 @@ fn a_damaged_row_a_lost_commit_needs_is_refused_and_nothing_changes() {
     lose_unsynced_rocksdb(data.path(), &image);
     // One bit of commit 5's row flips on disk.
     let key = pending_key(5);
-    let original = {
-        let mdbx = MdbxEngine::open(data.path(), MdbxOptions::create()).expect("mdbx");
-        let tx = mdbx.begin_rw().expect("rw");
-        let row = tx
-            .get(Tables::Metadata, key.as_bytes())
-            .expect("get")
-            .expect("row 5");
-        let mut damaged = row.clone();
-        let middle = damaged.len() / 2;
-        damaged[middle] ^= 0x10;
-        tx.put(Tables::Metadata, key.as_bytes(), &damaged)
-            .expect("put");
-        tx.commit().expect("commit");
-        row
-    };
+    let original = damage_pending_row(data.path(), 5);
 
     match open_with(data.path(), None, deferred(3)) {
         Err(e @ HybridError::PendingRowDamaged { .. }) => {
@@ -468,18 +473,7 @@ fn a_damaged_row_inside_a_hole_is_refused_and_nothing_changes() {
     };
     lose_unsynced_rocksdb(data.path(), &image);
     let key = pending_key(4);
-    {
-        let mdbx = MdbxEngine::open(data.path(), MdbxOptions::create()).expect("mdbx");
-        let tx = mdbx.begin_rw().expect("rw");
-        let mut row = tx
-            .get(Tables::Metadata, key.as_bytes())
-            .expect("get")
-            .expect("row 4");
-        let middle = row.len() / 2;
-        row[middle] ^= 0x10;
-        tx.put(Tables::Metadata, key.as_bytes(), &row).expect("put");
-        tx.commit().expect("commit");
-    }
+    damage_pending_row(data.path(), 4);
     match open_with(data.path(), None, deferred(10)) {
         Err(e @ HybridError::PendingRowDamaged { .. }) => {
             let msg = e.to_string();

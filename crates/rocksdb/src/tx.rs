@@ -236,6 +236,10 @@ impl TxInner {
         for table in Tables::ALL {
             let o = &overlay.tables[table as usize];
             let cf = engine.cf(table);
+            debug_assert!(
+                !o.cleared || snapshot_last_key(&self.snap, table).is_ok_and(|k| k.is_none()),
+                "a clear of {table} with rows must commit as files (commits_as_files)"
+            );
             for (k, v) in &o.writes {
                 match v {
                     Some(v) => batch.put_cf(cf, k, v),
