@@ -11,11 +11,13 @@
 //!   vs stock (`make bench-reth`).
 //! - `state-dump`: reth's `init-state` dump file from `db list --json` of the plain state tables.
 //! - `wait`: until a node answers RPC (and reaches a head); `scrape`: its Prometheus endpoint.
+//! - `clear-memory`: `stage drop tx-lookup` of millions of rows under a memory limit.
 //! - `check`: two nodes on the same chain answer alike: every block hash, every canonical
 //!   transaction by hash, and sampled historical balances, nonces and storage slots.
 
 mod chain;
 mod check;
+mod clear_memory;
 mod engine;
 mod export;
 mod load;
@@ -50,6 +52,8 @@ enum Command {
     Scrape(node::ScrapeArgs),
     /// A state dump for reth's `init-state`, from `db list --json` of the plain state tables.
     StateDump(state_dump::Args),
+    /// `stage drop tx-lookup` of a large tx-hash index under a memory limit.
+    ClearMemory(clear_memory::Args),
 }
 
 #[tokio::main]
@@ -65,5 +69,6 @@ async fn main() -> eyre::Result<()> {
         Command::RpcReport(args) => rpc_bench::report(args),
         Command::Scrape(args) => node::scrape(args).await,
         Command::StateDump(args) => state_dump::run(args),
+        Command::ClearMemory(args) => clear_memory::run(args),
     }
 }
