@@ -4,7 +4,7 @@
 //! undoes. Real generated MDBX datadirs throughout; the `.`/`..`/`~` cases need the process's
 //! working and home folders, so they are in `bin/tests/cli_bench.rs`.
 
-use reth_hybrid_api::{EngineKind, typed::TypedDatabase};
+use reth_hybrid_api::typed::TypedDatabase;
 use reth_hybrid_bench::reth_bench::{
     orchestrate::{Range, Reset, RunError, RunPlan, Setup, run},
     restore::{MARKER, RestoreError, Swap, SwapStep, leftovers, recover},
@@ -76,7 +76,7 @@ fn setup(name: &str, datadir: &Path, restore: Option<&Path>) -> Setup {
     Setup {
         name: name.into(),
         datadir: datadir.to_path_buf(),
-        layout: EngineKind::Mdbx,
+        layout: reth_hybrid_bench::reth_bench::preflight::Layout::Mdbx,
         // Never started: every plan here ends before the first run.
         node_command: "exit 1".into(),
         reset: match restore {

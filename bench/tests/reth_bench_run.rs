@@ -5,6 +5,7 @@
 //! so).
 
 use reth_hybrid_api::{EngineKind, typed::TypedDatabase};
+use reth_hybrid_bench::reth_bench::preflight::Layout;
 use reth_hybrid_bench::reth_bench::{
     files::read_run,
     orchestrate::{Range, Reset, RunPlan, Setup, run, run_order},
@@ -40,7 +41,7 @@ fn pair(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 fn preflight_accepts_a_valid_pair_and_refuses_the_invalid_hybrid() {
     let tmp = tempfile::tempdir().expect("tmp");
     let (a, b) = pair(tmp.path());
-    let (fa, fb) = check_pair((&a, EngineKind::Mdbx), (&b, EngineKind::RocksDb)).expect("valid");
+    let (fa, fb) = check_pair((&a, Layout::Mdbx), (&b, Layout::RocksDb)).expect("valid");
     assert_eq!(fa.head, Some(200));
     assert_eq!(fa.genesis_hash, fb.genesis_hash);
     assert!(
@@ -50,21 +51,20 @@ fn preflight_accepts_a_valid_pair_and_refuses_the_invalid_hybrid() {
     );
 
     // An MDBX datadir labelled RocksDB: the invalid hybrid.
-    let err =
-        check_pair((&a, EngineKind::RocksDb), (&b, EngineKind::RocksDb)).expect_err("invalid");
+    let err = check_pair((&a, Layout::RocksDb), (&b, Layout::RocksDb)).expect_err("invalid");
     assert!(matches!(err, PreflightError::InvalidHybrid { .. }), "{err}");
     let msg = err.to_string();
     assert!(
         msg.contains("invalid hybrid") && msg.contains("reth-hybrid migrate --datadir"),
         "{msg}"
     );
-    let err = check_pair((&b, EngineKind::Mdbx), (&b, EngineKind::RocksDb)).expect_err("not mdbx");
+    let err = check_pair((&b, Layout::Mdbx), (&b, Layout::RocksDb)).expect_err("not mdbx");
     assert!(matches!(err, PreflightError::NotMdbx { .. }), "{err}");
 
     // Another chain, and the same chain at another head.
     let other = tmp.path().join("other");
     generated(&other, 2, 10);
-    let err = check_pair((&a, EngineKind::Mdbx), (&other, EngineKind::Mdbx)).expect_err("chain");
+    let err = check_pair((&a, Layout::Mdbx), (&other, Layout::Mdbx)).expect_err("chain");
     assert!(
         matches!(err, PreflightError::DifferentChains { .. }),
         "{err}"
@@ -89,7 +89,7 @@ fn preflight_accepts_a_valid_pair_and_refuses_the_invalid_hybrid() {
         .expect("put");
         tx.commit().expect("commit");
     }
-    let err = check_pair((&a, EngineKind::Mdbx), (&behind, EngineKind::Mdbx)).expect_err("head");
+    let err = check_pair((&a, Layout::Mdbx), (&behind, Layout::Mdbx)).expect_err("head");
     assert!(
         matches!(
             err,
@@ -109,35 +109,124 @@ fn preflight_accepts_a_valid_pair_and_refuses_the_invalid_hybrid() {
 }
 
 #[test]
-fn preflight_counts_rows_in_reths_own_rocksdb_as_rocksdb() {
+fn preflight_tells_reths_storage_v2_from_reth_hybrid() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = pair(tmp.path());
+    let v2 = tmp.path().join("v2");
+    v2_like(&a, &v2);
+    check_pair((&a, Layout::Mdbx), (&v2, Layout::V2)).expect("a valid v2 candidate");
+    check_pair((&v2, Layout::V2), (&b, Layout::RocksDb)).expect("v2 as the baseline of the hybrid");
+    let err = check_pair((&a, Layout::Mdbx), (&v2, Layout::RocksDb)).expect_err("not the hybrid");
+    assert!(
+        matches!(err, PreflightError::NotHybrid { .. })
+            && err.to_string().contains("label it `v2`"),
+        "{err}"
+    );
+    let err = check_pair((&v2, Layout::V2), (&b, Layout::V2)).expect_err("the hybrid is not v2");
+    assert!(
+        matches!(err, PreflightError::NotV2 { .. })
+            && err.to_string().contains("hybrid-rocksdb")
+            && err.to_string().contains("label it `rocksdb`"),
+        "{err}"
+    );
+    let err = check_pair((&a, Layout::V2), (&v2, Layout::V2)).expect_err("v1 is not v2");
+    assert!(matches!(err, PreflightError::InvalidHybrid { .. }), "{err}");
+    let err = check_pair((&v2, Layout::Mdbx), (&b, Layout::RocksDb)).expect_err("v2 is not v1");
+    assert!(matches!(err, PreflightError::NotMdbx { .. }), "{err}");
+}
+
+#[test]
+fn layouts_parse_by_their_names_and_reths() {
+    for (name, layout) in [
+        ("mdbx", Layout::Mdbx),
+        ("v1", Layout::Mdbx),
+        ("rocksdb", Layout::RocksDb),
+        ("hybrid", Layout::RocksDb),
+        ("v2", Layout::V2),
+    ] {
+        assert_eq!(name.parse::<Layout>(), Ok(layout));
+    }
+    let err = "v3".parse::<Layout>().expect_err("unknown");
+    assert!(err.contains("mdbx") && err.contains("v2"), "{err}");
+}
+
+/// A copy of `a` laid out as reth's storage v2 keeps history: MDBX's history tables empty, rows
+/// in `<datadir>/rocksdb` (left in its WAL, as a stopped node leaves them).
+fn v2_like(a: &Path, v2: &Path) {
+    copy_db(a, v2);
+    let mdbx = MdbxEngine::open(v2, MdbxOptions::read_write()).expect("mdbx");
+    use reth_hybrid_api::raw::{RawEngine, RawTx, RawTxMut};
+    let tx = mdbx.begin_rw().expect("rw");
+    for t in reth_hybrid_bench::reth_bench::preflight::HISTORY_TABLES {
+        tx.clear(t).expect("clear");
+    }
+    tx.commit().expect("commit");
+    let mut opts = rocksdb::Options::default();
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    let names = [
+        "AccountsHistory",
+        "StoragesHistory",
+        "TransactionHashNumbers",
+    ];
+    let db = rocksdb::DB::open_cf(&opts, v2.join("rocksdb"), names).expect("rocksdb");
+    for n in names {
+        db.put_cf(db.cf_handle(n).expect("cf"), [1u8; 40], [2u8])
+            .expect("put");
+    }
+}
+
+#[test]
+fn disk_records_reths_rocksdb_per_table_and_static_file_segments() {
+    use reth_hybrid_bench::reth_bench::report::DiskRecord;
     let tmp = tempfile::tempdir().expect("tmp");
     let (a, _) = pair(tmp.path());
-    // An upstream storage-v2 datadir keeps history in <datadir>/rocksdb while MDBX is empty.
     let v2 = tmp.path().join("v2");
-    copy_db(&a, &v2);
-    {
-        let mdbx = MdbxEngine::open(&v2, MdbxOptions::read_write()).expect("mdbx");
-        use reth_hybrid_api::raw::{RawEngine, RawTx, RawTxMut};
-        let tx = mdbx.begin_rw().expect("rw");
-        for t in reth_hybrid_bench::reth_bench::preflight::HISTORY_TABLES {
-            tx.clear(t).expect("clear");
-        }
-        tx.commit().expect("commit");
-        let mut opts = rocksdb::Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        let names = [
-            "AccountsHistory",
-            "StoragesHistory",
-            "TransactionHashNumbers",
-        ];
-        let db = rocksdb::DB::open_cf(&opts, v2.join("rocksdb"), names).expect("rocksdb");
-        for n in names {
-            db.put_cf(db.cf_handle(n).expect("cf"), [1u8; 40], [2u8])
-                .expect("put");
-        }
+    v2_like(&a, &v2);
+    let segments = v2.join("static_files");
+    std::fs::create_dir_all(&segments).expect("mkdir");
+    for (file, bytes) in [
+        ("static_file_account-change-sets_0_499999", 3000),
+        ("static_file_account-change-sets_0_499999.off", 200),
+        ("static_file_account-change-sets_0_499999.csoff", 100),
+        ("static_file_headers_0_499999", 50),
+        ("lock", 7),
+    ] {
+        std::fs::write(segments.join(file), vec![0u8; bytes]).expect("write");
     }
-    check_pair((&a, EngineKind::Mdbx), (&v2, EngineKind::RocksDb)).expect("a valid v2 candidate");
+    let disk = DiskRecord::read(&v2).expect("read");
+    assert_eq!(
+        disk.static_file_segments.get("account-change-sets"),
+        Some(&3300),
+        "{:?}",
+        disk.static_file_segments
+    );
+    assert_eq!(disk.static_file_segments.get("headers"), Some(&50));
+    assert_eq!(
+        disk.static_file_segments.len(),
+        2,
+        "the lock file is no segment"
+    );
+    assert!(disk.upstream_rocksdb_dir_bytes > 0);
+    for table in [
+        "AccountsHistory",
+        "StoragesHistory",
+        "TransactionHashNumbers",
+    ] {
+        let (bytes, place) = disk.logical_table(table).expect("held");
+        assert!(
+            bytes > 0 && place == "reth's rocksdb",
+            "{table}: {bytes} in {place}"
+        );
+    }
+    let (bytes, place) = disk.logical_table("AccountChangeSets").expect("segment");
+    assert!(
+        bytes >= 3300 && place.ends_with("static files"),
+        "{bytes} in {place}"
+    );
+    // The v1 source keeps its history in MDBX, and has no reth RocksDB rows.
+    let v1 = DiskRecord::read(&a).expect("read");
+    assert_eq!(v1.logical_table("AccountsHistory").expect("held").1, "mdbx");
 }
 
 /// A stand-in node: listens on the engine port until killed.
@@ -152,6 +241,14 @@ fn hybrid_node_command(port: u16, storage: &str) -> String {
     format!(
         "echo '2026-12-01T00:00:00.000000Z  INFO reth-hybrid-node 0.1.0 (test) storage=\"{storage}\"'; {}",
         node_command(port)
+    )
+}
+
+/// [`hybrid_node_command`] with reth's own line on the datadir's layout after it.
+fn node_command_on(port: u16, storage: &str, storage_v2: bool) -> String {
+    format!(
+        "echo '2026-12-01T00:00:00.000000Z  INFO Loaded storage settings settings=StorageSettings {{ storage_v2: {storage_v2} }} pruning_mode=\"archive\"'; {}",
+        hybrid_node_command(port, storage)
     )
 }
 
@@ -232,8 +329,8 @@ fn one_pair_plan(r: &Runnable, port: u16, node_command: String, output: &Path) -
         jwt_secret: d.join("jwt.hex"),
     };
     RunPlan {
-        baseline: setup("stock", &r.a, EngineKind::Mdbx, &r.pa),
-        candidate: setup("hybrid", &r.b, EngineKind::RocksDb, &r.pb),
+        baseline: setup("stock", &r.a, Layout::Mdbx, &r.pa),
+        candidate: setup("hybrid", &r.b, Layout::RocksDb, &r.pb),
         reth_bench: r.bench.display().to_string(),
         rpc_url: "http://127.0.0.1:1".into(),
         engine_rpc_url: format!("http://127.0.0.1:{port}"),
@@ -280,8 +377,8 @@ fn run_interleaves_pairs_resets_datadirs_and_keeps_every_runs_output() {
     };
     let output = tmp.path().join("out");
     let plan = RunPlan {
-        baseline: setup("mdbx", &a, EngineKind::Mdbx, &pa),
-        candidate: setup("rocksdb", &b, EngineKind::RocksDb, &pb),
+        baseline: setup("mdbx", &a, Layout::Mdbx, &pa),
+        candidate: setup("rocksdb", &b, Layout::RocksDb, &pb),
         reth_bench: bench.display().to_string(),
         rpc_url: "http://127.0.0.1:1".into(),
         engine_rpc_url: format!("http://127.0.0.1:{port}"),
@@ -426,8 +523,8 @@ fn real_reth_bench_end_to_end_when_configured() {
         }
     };
     let plan = RunPlan {
-        baseline: setup("BASELINE", EngineKind::Mdbx),
-        candidate: setup("CANDIDATE", EngineKind::RocksDb),
+        baseline: setup("BASELINE", Layout::Mdbx),
+        candidate: setup("CANDIDATE", Layout::RocksDb),
         reth_bench: var("RETH_HYBRID_RETH_BENCH"),
         rpc_url: var("RETH_HYBRID_BENCH_RPC_URL"),
         engine_rpc_url: "http://127.0.0.1:8551".into(),
@@ -445,8 +542,46 @@ fn real_reth_bench_end_to_end_when_configured() {
     }
 }
 
-fn layout_name(layout: EngineKind) -> String {
+fn layout_name(layout: Layout) -> String {
     layout.to_string()
+}
+
+#[test]
+fn run_refuses_a_stock_node_on_the_other_reth_layout() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let r = runnable(tmp.path());
+    let port = free_port();
+    // The baseline is labelled v1 (mdbx), but reth says its datadir is storage v2.
+    let mut plan = one_pair_plan(
+        &r,
+        port,
+        node_command_on(port, "mdbx", true),
+        &tmp.path().join("out"),
+    );
+    plan.candidate.node_command = node_command_on(port, "hybrid", false);
+    let err = run(&plan, &mut Vec::new()).expect_err("v2 under the v1 label");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("baseline node says `storage_v2: true`")
+            && msg.contains("needs storage_v2: false"),
+        "{msg}"
+    );
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the refused node was stopped");
+}
+
+#[test]
+fn reths_layout_line_is_read_from_the_node_log() {
+    use reth_hybrid_bench::reth_bench::orchestrate::reported_reth_storage_v2;
+    let line = "2026-12-04T03:00:00.000000Z  INFO Loaded storage settings settings=StorageSettings { storage_v2: true } pruning_mode=\"archive\"";
+    assert_eq!(reported_reth_storage_v2(line), Some(true));
+    assert_eq!(
+        reported_reth_storage_v2(&line.replace("true", "false")),
+        Some(false)
+    );
+    assert_eq!(
+        reported_reth_storage_v2("INFO storage_v2: true, but not reth's line"),
+        None
+    );
 }
 
 #[test]

@@ -1,12 +1,11 @@
 //! `reth-hybrid bench`: valid, repeatable reth-bench comparisons (docs/benchmarking.md).
 
 use eyre::{WrapErr, bail};
-use reth_hybrid_api::EngineKind;
 use reth_hybrid_bench::reth_bench::{
     charts::write_charts,
     files::{COMBINED_LATENCY_CSV, RunData, TXGEN_REPORT, is_run, read_run},
     orchestrate::{Range, Reset, RunPlan, Setup, run},
-    preflight::{check_layout, check_pair},
+    preflight::{Layout, check_layout, check_pair},
     report::{RunConfig, json, markdown},
     stats::{CompareOptions, compare},
 };
@@ -57,12 +56,15 @@ pub struct CompareArgs {
 pub struct PreflightArgs {
     #[arg(long)]
     pub baseline_datadir: PathBuf,
+    /// Where the baseline's history is: mdbx (reth's storage v1), rocksdb (reth-hybrid) or v2
+    /// (reth's storage v2); checked against the datadir.
     #[arg(long, default_value = "mdbx")]
-    pub baseline_layout: EngineKind,
+    pub baseline_layout: Layout,
     #[arg(long)]
     pub candidate_datadir: PathBuf,
+    /// As --baseline-layout, for the candidate.
     #[arg(long, default_value = "rocksdb")]
-    pub candidate_layout: EngineKind,
+    pub candidate_layout: Layout,
 }
 
 #[derive(Debug, clap::Args)]
@@ -72,8 +74,10 @@ pub struct RunArgs {
     /// Shell command that starts the baseline node on this datadir.
     #[arg(long)]
     pub baseline_node: String,
+    /// Where the baseline's history is: mdbx (reth's storage v1), rocksdb (reth-hybrid) or v2
+    /// (reth's storage v2); checked against the datadir.
     #[arg(long, default_value = "mdbx")]
-    pub baseline_layout: EngineKind,
+    pub baseline_layout: Layout,
     #[arg(long)]
     pub baseline_name: Option<String>,
     /// Restore the baseline datadir from this pristine copy before each run (instead of
@@ -84,8 +88,9 @@ pub struct RunArgs {
     pub candidate_datadir: PathBuf,
     #[arg(long)]
     pub candidate_node: String,
+    /// As --baseline-layout, for the candidate.
     #[arg(long, default_value = "rocksdb")]
-    pub candidate_layout: EngineKind,
+    pub candidate_layout: Layout,
     #[arg(long)]
     pub candidate_name: Option<String>,
     #[arg(long)]
@@ -267,10 +272,8 @@ pub fn run_command(cmd: &BenchCommand, out: &mut impl Write) -> eyre::Result<()>
                         .placement
                         .iter()
                         .map(|p| format!(
-                            "{} mdbx {} rocksdb {}",
-                            p.table,
-                            p.mdbx_rows,
-                            p.rocksdb_rows()
+                            "{} mdbx {} hybrid-rocksdb {} reth's rocksdb {}",
+                            p.table, p.mdbx_rows, p.hybrid_rocksdb_rows, p.upstream_rocksdb_rows
                         ))
                         .collect::<Vec<_>>()
                         .join("; ")
@@ -292,7 +295,7 @@ pub fn run_command(cmd: &BenchCommand, out: &mut impl Write) -> eyre::Result<()>
             let setup = |name: &Option<String>,
                          datadir: &PathBuf,
                          node: &String,
-                         layout: EngineKind,
+                         layout: Layout,
                          restore: &Option<PathBuf>,
                          reth: &Option<String>| Setup {
                 name: name.clone().unwrap_or_else(|| layout.to_string()),

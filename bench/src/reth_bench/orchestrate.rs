@@ -7,18 +7,18 @@
 //! stops. Every run keeps its raw output (CSVs, reth-bench and node logs) in its own folder.
 //!
 //! Each run proves which variant ran: a reth-hybrid-node names its storage in its startup line
-//! (`storage=hybrid` or `storage=mdbx`), which must match the side's layout, and after the run the
+//! (`storage=hybrid` or `storage=mdbx`) and reth names its layout (`storage_v2: true|false`),
+//! which must match the side's layout (v1, reth-hybrid or v2), and after the run the
 //! datadir's history must still be where the side's label says (a hybrid binary under the stock
 //! name would have moved it). The datadir's bytes per table and engine after the run are kept
 //! (`disk.json`) for the report.
 
 use crate::reth_bench::{
     guard::{GuardError, Target, check_datadir, check_paths},
-    preflight::{check_layout, check_pair, inspect},
+    preflight::{Layout, check_layout, check_pair, inspect},
     report::{DiskRecord, RunConfig, RunRecord, SetupConfig},
     restore::{RestoreError, Swap, recover},
 };
-use reth_hybrid_api::EngineKind;
 use std::{
     fs::File,
     io::Write,
@@ -47,7 +47,7 @@ pub struct Setup {
     pub name: String,
     pub datadir: PathBuf,
     /// Where its history is claimed to be; checked against the datadir before any run.
-    pub layout: EngineKind,
+    pub layout: Layout,
     /// Shell command that starts its node (run with `sh -c`, in its own process group).
     pub node_command: String,
     pub reset: Reset,
@@ -127,9 +127,10 @@ pub enum RunError {
     #[error("{output} already holds runs; pass a new --output folder")]
     OutputExists { output: PathBuf },
     #[error(
-        "the {side} node says `storage={reported}` at startup, but the {side} is labelled \
-         {expected}: its binary is the other variant (rebuild with `make integration`, which \
-         checks each variant's --version); see {log}"
+        "the {side} node says `{reported}` at startup, but the {side} is labelled {expected}: \
+         its binary is the other variant (rebuild with `make integration`, which checks each \
+         variant's --version), or its datadir holds reth's other layout (reth's stored setting \
+         wins over --storage.v2); see {log}"
     )]
     WrongVariant {
         side: String,
@@ -363,28 +364,55 @@ pub fn reported_storage(log: &str) -> Option<String> {
         })
 }
 
-/// The storage a side's layout needs its node to run.
-fn expected_storage(layout: EngineKind) -> &'static str {
-    match layout {
-        EngineKind::Mdbx => "mdbx",
-        EngineKind::RocksDb => "hybrid",
-    }
+/// reth's own startup line on the datadir's layout (`Loaded storage settings
+/// settings=StorageSettings { storage_v2: true }`): on an existing datadir the stored setting,
+/// whatever `--storage.v2` said. `None` where the line is missing.
+pub fn reported_reth_storage_v2(log: &str) -> Option<bool> {
+    log.lines()
+        .filter(|l| l.contains("Loaded storage settings"))
+        .find_map(|l| {
+            let rest = &l[l.find("storage_v2: ")? + "storage_v2: ".len()..];
+            match () {
+                _ if rest.starts_with("true") => Some(true),
+                _ if rest.starts_with("false") => Some(false),
+                _ => None,
+            }
+        })
 }
 
-/// Refuses a run whose node names another storage than the side's layout needs.
+/// Refuses a run whose node names another storage than the side's layout needs: the build's
+/// (reth-hybrid-node's line) and reth's layout (v1 or v2, reth's line). Returns what was named,
+/// for the report.
 fn check_variant(setup: &Setup, side: &str, log: &Path) -> Result<Option<String>, RunError> {
     let text = std::fs::read_to_string(log).map_err(io(log))?;
     let reported = reported_storage(&text);
-    let expected = expected_storage(setup.layout);
-    match &reported {
-        Some(r) if r != expected => Err(RunError::WrongVariant {
-            side: side.to_string(),
-            reported: r.clone(),
-            expected: format!("{} (needs storage={expected})", setup.layout),
-            log: log.to_path_buf(),
-        }),
-        _ => Ok(reported),
+    let expected = setup.layout.node_storage();
+    let wrong = |reported: String, needs: String| RunError::WrongVariant {
+        side: side.to_string(),
+        reported,
+        expected: format!("{} (needs {needs})", setup.layout),
+        log: log.to_path_buf(),
+    };
+    if let Some(r) = &reported
+        && r != expected
+    {
+        return Err(wrong(format!("storage={r}"), format!("storage={expected}")));
     }
+    let v2 = reported_reth_storage_v2(&text);
+    if let Some(v2) = v2
+        && v2 != setup.layout.reth_storage_v2()
+    {
+        return Err(wrong(
+            format!("storage_v2: {v2}"),
+            format!("storage_v2: {}", setup.layout.reth_storage_v2()),
+        ));
+    }
+    Ok(match (reported, v2) {
+        (Some(r), Some(v2)) => Some(format!("{r}, storage_v2: {v2}")),
+        (Some(r), None) => Some(r),
+        (None, Some(v2)) => Some(format!("storage_v2: {v2}")),
+        (None, None) => None,
+    })
 }
 
 /// The datadir's bytes per table and engine, written to `disk.json` in the run folder.

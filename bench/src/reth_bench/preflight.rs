@@ -2,10 +2,11 @@
 //! same head, and each one's history really where the run claims: read from the datadir itself
 //! (row counts per engine), never from its label or reth's `storage_v2` flag. A "RocksDB"
 //! datadir whose history still lives in MDBX is the invalid hybrid our reth RocksDB-vs-MDBX seed
-//! measured by mistake; it is refused with the way out.
+//! measured by mistake; it is refused with the way out. Three layouts are told apart: stock v1
+//! (all in MDBX), reth-hybrid (`hybrid-rocksdb/`) and reth's storage v2 (reth's `rocksdb/`).
 
 use reth_hybrid_api::{
-    DbCursorRO, DbTx, EngineKind, Tables,
+    DbCursorRO, DbTx, Tables,
     raw::RawEngine,
     tables::{HeaderNumbers, StageCheckpoints},
     typed::{Database, TypedDatabase},
@@ -15,6 +16,61 @@ use reth_hybrid_migrate::datadir::Datadir;
 use reth_hybrid_rocksdb::inspect_upstream_rocksdb;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+
+/// Where a side's history and tx-hash index live: what a comparison claims for each side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// reth's storage v1 (`--storage.v2=false`): every table in MDBX.
+    Mdbx,
+    /// reth-hybrid: the moved tables in `<datadir>/hybrid-rocksdb`.
+    RocksDb,
+    /// reth's storage v2: history and tx hashes in reth's own `<datadir>/rocksdb` (changesets
+    /// and senders in static files, which this check does not read).
+    V2,
+}
+
+impl Layout {
+    /// The storage a reth-hybrid-node build names in its startup line to run this layout (the
+    /// stock build runs both of reth's).
+    pub fn node_storage(self) -> &'static str {
+        match self {
+            Layout::Mdbx | Layout::V2 => "mdbx",
+            Layout::RocksDb => "hybrid",
+        }
+    }
+
+    /// reth's `storage_v2` setting on a datadir of this layout.
+    pub fn reth_storage_v2(self) -> bool {
+        self == Layout::V2
+    }
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Layout::Mdbx => "mdbx",
+            Layout::RocksDb => "rocksdb",
+            Layout::V2 => "v2",
+        })
+    }
+}
+
+impl std::str::FromStr for Layout {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "mdbx" | "v1" => Ok(Layout::Mdbx),
+            "rocksdb" | "hybrid" => Ok(Layout::RocksDb),
+            "v2" => Ok(Layout::V2),
+            other => Err(format!(
+                "unknown layout {other:?}: mdbx (reth's storage v1, all in MDBX), rocksdb \
+                 (reth-hybrid) or v2 (reth's storage v2)"
+            )),
+        }
+    }
+}
 
 /// The tables whose placement decides what a run compares.
 pub const HISTORY_TABLES: [Tables; 3] = [
@@ -87,19 +143,40 @@ pub enum PreflightError {
     )]
     InvalidHybrid {
         datadir: PathBuf,
-        claimed: EngineKind,
+        claimed: Layout,
         table: Tables,
         mdbx_rows: u64,
         rocks_rows: u64,
     },
     #[error(
         "{datadir} is labelled `mdbx` but its {table} rows are in RocksDB ({rocks_rows} rows): \
-         label it `rocksdb`, or move them back with `reth-hybrid migrate --datadir {datadir} --to mdbx`"
+         label it `rocksdb` (reth-hybrid) or `v2` (reth's storage v2), or move them back with \
+         `reth-hybrid migrate --datadir {datadir} --to mdbx`"
     )]
     NotMdbx {
         datadir: PathBuf,
         table: Tables,
         rocks_rows: u64,
+    },
+    #[error(
+        "{datadir} is labelled `rocksdb` (reth-hybrid) but its {table} rows are in reth's own \
+         storage-v2 RocksDB ({rows} rows in {datadir}/rocksdb): label it `v2`, the layout it is"
+    )]
+    NotHybrid {
+        datadir: PathBuf,
+        table: Tables,
+        rows: u64,
+    },
+    #[error(
+        "{datadir} is labelled `v2` (reth's storage v2) but its {table} rows are in {engine} \
+         ({rows} rows): label it `{label}`, the layout it is"
+    )]
+    NotV2 {
+        datadir: PathBuf,
+        table: Tables,
+        engine: &'static str,
+        rows: u64,
+        label: Layout,
     },
     #[error(
         "{datadir} has no {table} rows in any engine, so the run cannot show where history lives \
@@ -183,23 +260,40 @@ pub fn inspect(datadir: &Path) -> Result<DatadirFacts, PreflightError> {
 }
 
 /// Checks that a datadir's history is where `claimed` says.
-pub fn check_layout(facts: &DatadirFacts, claimed: EngineKind) -> Result<(), PreflightError> {
+pub fn check_layout(facts: &DatadirFacts, claimed: Layout) -> Result<(), PreflightError> {
     for p in &facts.placement {
         let datadir = facts.datadir.clone();
+        let table = p.table;
         match claimed {
-            EngineKind::RocksDb if p.mdbx_rows > 0 => {
+            Layout::RocksDb | Layout::V2 if p.mdbx_rows > 0 => {
                 return Err(PreflightError::InvalidHybrid {
                     datadir,
                     claimed,
-                    table: p.table,
+                    table,
                     mdbx_rows: p.mdbx_rows,
                     rocks_rows: p.rocksdb_rows(),
                 });
             }
-            EngineKind::Mdbx if p.rocksdb_rows() > 0 => {
+            Layout::RocksDb if p.upstream_rocksdb_rows > 0 => {
+                return Err(PreflightError::NotHybrid {
+                    datadir,
+                    table,
+                    rows: p.upstream_rocksdb_rows,
+                });
+            }
+            Layout::V2 if p.hybrid_rocksdb_rows > 0 => {
+                return Err(PreflightError::NotV2 {
+                    datadir,
+                    table,
+                    engine: "reth-hybrid's hybrid-rocksdb",
+                    rows: p.hybrid_rocksdb_rows,
+                    label: Layout::RocksDb,
+                });
+            }
+            Layout::Mdbx if p.rocksdb_rows() > 0 => {
                 return Err(PreflightError::NotMdbx {
                     datadir,
-                    table: p.table,
+                    table,
                     rocks_rows: p.rocksdb_rows(),
                 });
             }
@@ -225,8 +319,8 @@ pub fn check_layout(facts: &DatadirFacts, claimed: EngineKind) -> Result<(), Pre
 
 /// The whole preflight of a comparison: each side's layout, same chain, same head.
 pub fn check_pair(
-    baseline: (&Path, EngineKind),
-    candidate: (&Path, EngineKind),
+    baseline: (&Path, Layout),
+    candidate: (&Path, Layout),
 ) -> Result<(DatadirFacts, DatadirFacts), PreflightError> {
     let (a, b) = (inspect(baseline.0)?, inspect(candidate.0)?);
     check_layout(&a, baseline.1)?;

@@ -3,7 +3,7 @@
 
 use crate::reth_bench::stats::{Comparison, MetricChange, Verdict};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
+use std::{collections::BTreeMap, fmt::Write};
 
 /// How the runs were made, when `bench run` made them (`run.json` in the output folder).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -44,14 +44,21 @@ pub struct RunRecord {
 /// A datadir's bytes after a run, per table and engine.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DiskRecord {
-    /// Tables with rows or bytes in either engine.
+    /// Tables with rows or bytes in any engine.
     pub tables: Vec<TableDisk>,
     /// `mdbx.dat` (free pages included).
     pub mdbx_file_bytes: u64,
     /// Every file under `<datadir>/hybrid-rocksdb`.
     pub rocksdb_dir_bytes: u64,
-    /// `<datadir>/static_files` (headers, transactions, receipts...: the same on both sides).
+    /// Every file under reth's own `<datadir>/rocksdb` (storage v2 keeps history there).
+    #[serde(default)]
+    pub upstream_rocksdb_dir_bytes: u64,
+    /// `<datadir>/static_files` (headers, transactions, receipts; storage v2 adds changesets and
+    /// senders).
     pub static_files_bytes: u64,
+    /// `static_files/` per segment (`account-change-sets`, ...), data, offsets and config.
+    #[serde(default)]
+    pub static_file_segments: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -62,32 +69,143 @@ pub struct TableDisk {
     pub mdbx_bytes: u64,
     /// SST files plus memtables.
     pub rocksdb_bytes: u64,
+    /// In reth's own RocksDB (storage v2): SST files plus memtables.
+    #[serde(default)]
+    pub upstream_rocksdb_bytes: u64,
+}
+
+impl TableDisk {
+    fn bytes(&self) -> u64 {
+        self.mdbx_bytes + self.rocksdb_bytes + self.upstream_rocksdb_bytes
+    }
+
+    /// Where its bytes are, as a report names it.
+    fn place(&self) -> String {
+        let places: Vec<&str> = [
+            (self.mdbx_bytes, "mdbx"),
+            (self.rocksdb_bytes, "rocksdb"),
+            (self.upstream_rocksdb_bytes, "reth's rocksdb"),
+        ]
+        .into_iter()
+        .filter(|(bytes, _)| *bytes > 0)
+        .map(|(_, place)| place)
+        .collect();
+        match places.is_empty() {
+            true => self.engine.clone(),
+            false => places.join(" + "),
+        }
+    }
+}
+
+/// The table a static-file segment holds the rows of (storage v2 moved changesets and senders
+/// out of MDBX into segments).
+pub fn segment_table(segment: &str) -> Option<&'static str> {
+    Some(match segment {
+        "headers" => "Headers",
+        "transactions" => "Transactions",
+        "receipts" => "Receipts",
+        "transaction-senders" => "TransactionSenders",
+        "account-change-sets" => "AccountChangeSets",
+        "storage-change-sets" => "StorageChangeSets",
+        _ => return None,
+    })
+}
+
+/// Bytes per segment of a `static_files/` folder: `static_file_<segment>_<from>_<to>` and its
+/// companion files (`.off`, `.conf`, `.csoff`).
+fn static_file_segments(dir: &std::path::Path) -> BTreeMap<String, u64> {
+    let mut segments = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return segments;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("static_file_") else {
+            continue;
+        };
+        let stem = rest.split('.').next().unwrap_or(rest);
+        // <segment>_<from>_<to>: the segment is what precedes the last two fields.
+        let mut fields = stem.rsplitn(3, '_');
+        let (Some(_), Some(_), Some(segment)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let bytes = entry.metadata().map_or(0, |m| m.len());
+        *segments.entry(segment.to_string()).or_insert(0) += bytes;
+    }
+    segments
 }
 
 impl DiskRecord {
     /// Reads a datadir's sizes (read-only; the node must be stopped).
     pub fn read(datadir: &std::path::Path) -> Result<Self, String> {
         let s = reth_hybrid_migrate::stats::stats(datadir, false).map_err(|e| e.to_string())?;
+        let upstream_dir = reth_hybrid_migrate::datadir::Datadir::new(datadir).upstream_rocksdb();
+        let upstream = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&upstream_dir)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let tables = s
+            .tables
+            .iter()
+            .map(|t| TableDisk {
+                table: t.table.name().to_string(),
+                engine: t.engine.as_str().to_string(),
+                mdbx_bytes: t.mdbx_bytes,
+                rocksdb_bytes: t.rocksdb_bytes,
+                upstream_rocksdb_bytes: upstream
+                    .iter()
+                    .find(|cf| cf.name == t.table.name())
+                    .map_or(0, |cf| cf.bytes),
+            })
+            .filter(|t| t.bytes() > 0)
+            .collect();
+        let static_files = datadir.join("static_files");
         Ok(Self {
-            tables: s
-                .tables
-                .iter()
-                .filter(|t| t.mdbx_bytes > 0 || t.rocksdb_bytes > 0)
-                .map(|t| TableDisk {
-                    table: t.table.name().to_string(),
-                    engine: t.engine.as_str().to_string(),
-                    mdbx_bytes: t.mdbx_bytes,
-                    rocksdb_bytes: t.rocksdb_bytes,
-                })
-                .collect(),
+            tables,
             mdbx_file_bytes: s.mdbx_file_bytes,
             rocksdb_dir_bytes: s.rocksdb_dir_bytes,
-            static_files_bytes: crate::dir_bytes(&datadir.join("static_files")),
+            upstream_rocksdb_dir_bytes: crate::dir_bytes(&upstream_dir),
+            static_files_bytes: crate::dir_bytes(&static_files),
+            static_file_segments: static_file_segments(&static_files),
         })
     }
 
     fn table(&self, name: &str) -> Option<&TableDisk> {
         self.tables.iter().find(|t| t.table == name)
+    }
+
+    /// A logical table's bytes wherever they are (MDBX, either RocksDB, its static-file
+    /// segment), and where: `None` when the datadir holds none.
+    pub fn logical_table(&self, name: &str) -> Option<(u64, String)> {
+        let table = self.table(name).filter(|t| t.bytes() > 0);
+        let segment = self
+            .static_file_segments
+            .iter()
+            .find(|(segment, bytes)| segment_table(segment) == Some(name) && **bytes > 0);
+        let mut places = Vec::new();
+        let mut bytes = 0;
+        if let Some(t) = table {
+            bytes += t.bytes();
+            places.push(t.place());
+        }
+        if let Some((_, b)) = segment {
+            bytes += b;
+            places.push("static files".to_string());
+        }
+        (!places.is_empty()).then(|| (bytes, places.join(" + ")))
+    }
+
+    /// Every logical table this datadir holds, in its own order then its segments'.
+    fn logical_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tables.iter().map(|t| t.table.clone()).collect();
+        for segment in self.static_file_segments.keys() {
+            if let Some(table) = segment_table(segment)
+                && !names.iter().any(|n| n == table)
+            {
+                names.push(table.to_string());
+            }
+        }
+        names
     }
 }
 
@@ -119,22 +237,20 @@ fn disk_section(s: &mut String, cfg: &RunConfig) {
         cfg.baseline.name, cfg.candidate.name, cfg.candidate.name, cfg.baseline.name
     );
     let _ = writeln!(s, "|---|---:|---:|---:|");
-    let cell = |t: Option<&TableDisk>| match t {
+    let cell = |d: &DiskRecord, name: &str| match d.logical_table(name) {
         None => (String::from("-"), 0),
-        Some(t) => {
-            let bytes = t.mdbx_bytes + t.rocksdb_bytes;
-            (format!("{} ({})", mib(bytes), t.engine), bytes)
-        }
+        Some((bytes, place)) => (format!("{} ({place})", mib(bytes)), bytes),
     };
-    let mut names: Vec<&str> = b.tables.iter().map(|t| t.table.as_str()).collect();
-    for t in &k.tables {
-        if !names.contains(&t.table.as_str()) {
-            names.push(&t.table);
+    let mut names = b.logical_names();
+    for name in k.logical_names() {
+        if !names.contains(&name) {
+            names.push(name);
         }
     }
     let (mut moved_b, mut moved_k) = (0u64, 0u64);
-    for name in names {
-        let ((bc, bb), (kc, kb)) = (cell(b.table(name)), cell(k.table(name)));
+    for name in &names {
+        let name = name.as_str();
+        let ((bc, bb), (kc, kb)) = (cell(b, name), cell(k, name));
         let ratio = if bb > 0 {
             format!("{:.2}x", kb as f64 / bb as f64)
         } else {
@@ -146,18 +262,34 @@ fn disk_section(s: &mut String, cfg: &RunConfig) {
             moved_k += kb;
         }
     }
+    let total = |d: &DiskRecord| {
+        d.mdbx_file_bytes
+            + d.rocksdb_dir_bytes
+            + d.upstream_rocksdb_dir_bytes
+            + d.static_files_bytes
+    };
     for (what, bv, kv) in [
         ("mdbx.dat", b.mdbx_file_bytes, k.mdbx_file_bytes),
         ("hybrid-rocksdb/", b.rocksdb_dir_bytes, k.rocksdb_dir_bytes),
+        (
+            "rocksdb/ (reth's)",
+            b.upstream_rocksdb_dir_bytes,
+            k.upstream_rocksdb_dir_bytes,
+        ),
         ("static_files/", b.static_files_bytes, k.static_files_bytes),
+        ("all of these", total(b), total(k)),
     ] {
-        let _ = writeln!(s, "| **{what}** | {} | {} | |", mib(bv), mib(kv));
+        let ratio = match bv {
+            0 => String::new(),
+            _ => format!("{:.2}x", kv as f64 / bv as f64),
+        };
+        let _ = writeln!(s, "| **{what}** | {} | {} | {ratio} |", mib(bv), mib(kv));
     }
     if moved_b > 0 {
         let _ = writeln!(
             s,
             "
-The tables {} keeps in RocksDB: {} there vs {} in {}'s MDBX: **{:.2}x**.",
+The tables {} keeps in RocksDB: {} there vs {} in {}: **{:.2}x**.",
             cfg.candidate.name,
             mib(moved_k),
             mib(moved_b),

@@ -100,6 +100,9 @@ pub struct UpstreamColumnFamily {
     pub name: String,
     pub has_rows: bool,
     pub estimated_rows: u64,
+    /// Its SST files' bytes plus its memtables' (rows a stopped node left in the WAL, replayed
+    /// by the read-only open): what the column family takes, flushed or not.
+    pub bytes: u64,
 }
 
 impl RocksEngine {
@@ -373,10 +376,19 @@ pub fn inspect_upstream_rocksdb(
             .ok()
             .flatten()
             .unwrap_or(0);
+        let property = |name: &str| {
+            db.property_int_value_cf(cf, name)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        };
+        let bytes =
+            property("rocksdb.total-sst-files-size") + property("rocksdb.cur-size-all-mem-tables");
         out.push(UpstreamColumnFamily {
             name,
             has_rows,
             estimated_rows,
+            bytes,
         });
     }
     drop(db);

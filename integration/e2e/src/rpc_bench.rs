@@ -1,31 +1,88 @@
 //! RPC latency on a replayed datadir, the reads an operator's users make: transactions by hash
-//! (the tx-hash index) and balances and token storage at random historical blocks (the history
-//! indices, reth's `HistoricalStateProvider`).
+//! (the tx-hash index), balances and token storage at random historical blocks (the history
+//! indices, reth's `HistoricalStateProvider`), a call and traces that execute old blocks against
+//! history (`debug_traceBlockByNumber` and `debug_traceTransaction` with `prestateTracer`, the
+//! reads storage v2 made 6-12x slower, and `callTracer`).
 //!
-//! - `rpc-samples` picks the calls once, from a node holding the chain, and records each answer;
-//! - `rpc-latency` times every call, one at a time, against a node under test, after one untimed
-//!   pass (connection and caches warm), and checks each answer against the recorded one;
-//! - `rpc-report` sets the runs of two variants side by side (p50, p90, p99 and their ratios).
+//! - `rpc-samples` picks the calls once, from a node holding the chain, and records each answer
+//!   (a trace's as the keccak of its JSON: a block's prestate trace is megabytes);
+//! - `rpc-latency` times every call, one at a time, against a node under test: the first pass
+//!   right after the node started (cold), then a second one (warm); every answer must equal the
+//!   recorded one, so variants that answer differently fail instead of being timed;
+//! - `rpc-report` sets the runs of any number of variants side by side (p50, p90, p99, p99.9 and
+//!   each one's ratio to a reference variant), warm and cold.
 
 use crate::rpc::{Rpc, hex};
+use alloy_primitives::{B256, keccak256};
 use eyre::{Context, ensure, eyre};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::{collections::BTreeMap, path::PathBuf, time::Instant};
 
-/// The kinds of call, in report order.
-const KINDS: [&str; 3] = [
-    "eth_getTransactionByHash",
-    "eth_getBalance",
-    "eth_getStorageAt",
+/// The kinds of call, in report order: (kind, method). A kind names the tracer where the method
+/// alone does not say what runs.
+const KINDS: [(&str, &str); 7] = [
+    ("eth_getTransactionByHash", "eth_getTransactionByHash"),
+    ("eth_getBalance", "eth_getBalance"),
+    ("eth_getStorageAt", "eth_getStorageAt"),
+    ("eth_call", "eth_call"),
+    (
+        "debug_traceTransaction prestateTracer",
+        "debug_traceTransaction",
+    ),
+    (
+        "debug_traceBlockByNumber prestateTracer",
+        "debug_traceBlockByNumber",
+    ),
+    (
+        "debug_traceBlockByNumber callTracer",
+        "debug_traceBlockByNumber",
+    ),
 ];
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Sample {
+    /// One of [`KINDS`]; samples written before kinds existed name only their method.
+    #[serde(default)]
+    kind: String,
     method: String,
     params: Vec<Value>,
+    /// The recorded answer, or `Null` where only its digest is kept.
     answer: Value,
+    /// keccak256 of the answer's JSON (traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer_keccak: Option<B256>,
+}
+
+impl Sample {
+    fn kind(&self) -> &str {
+        if self.kind.is_empty() {
+            &self.method
+        } else {
+            &self.kind
+        }
+    }
+
+    /// Whether `answer` is the recorded one; on a mismatch, what was recorded, for the error.
+    fn check(&self, answer: &Value) -> Result<(), String> {
+        match self.answer_keccak {
+            Some(digest) if digest == answer_keccak(answer) => Ok(()),
+            Some(digest) => Err(format!("an answer with keccak {digest}")),
+            None if *answer == self.answer => Ok(()),
+            None => Err(self.answer.to_string()),
+        }
+    }
+}
+
+/// The digest a trace is recorded by: its JSON with object keys sorted (serde_json's map), so
+/// two nodes that answer alike match whatever order they wrote the keys in.
+fn answer_keccak(answer: &Value) -> B256 {
+    keccak256(serde_json::to_vec(answer).expect("a JSON value serializes"))
+}
+
+fn tracer(name: &str) -> Value {
+    json!({ "tracer": name })
 }
 
 #[derive(clap::Args)]
@@ -33,9 +90,12 @@ pub struct SamplesArgs {
     /// A node holding the chain (not under test).
     #[arg(long)]
     rpc: String,
-    /// Calls of each kind.
+    /// Calls of each point-read kind (tx by hash, balance, storage, eth_call).
     #[arg(long, default_value_t = 2000)]
     count: usize,
+    /// Calls of each trace kind (a block's trace executes all its transactions).
+    #[arg(long, default_value_t = 100)]
+    trace_count: usize,
     #[arg(long, default_value_t = 11)]
     seed: u64,
     /// The token contract whose storage is sampled (its holders' slots); default: the one a
@@ -46,9 +106,12 @@ pub struct SamplesArgs {
     out: PathBuf,
 }
 
-/// Picks `count` calls of each kind over blocks 1..=head: a random transaction's hash; the
-/// recipient of a random transfer, or a random token holder's slot, read at a random block at
-/// or after the one that wrote it (history, not the head's state).
+/// Picks `count` calls of each point-read kind over blocks 1..=head: a random transaction's hash;
+/// the recipient of a random transfer, or a random token holder's slot, read at a random block at
+/// or after the one that wrote it (history, not the head's state); a token transfer of 0 from a
+/// sender to a holder as `eth_call` at such a block (the token's code runs against both slots'
+/// history; it returns nothing, so the check is that it runs). And `trace_count` of each trace
+/// kind: random old blocks, and random transactions.
 pub async fn samples(args: SamplesArgs) -> eyre::Result<()> {
     let rpc = Rpc::new(&args.rpc)?;
     let head = rpc.block_number().await?;
@@ -63,7 +126,14 @@ pub async fn samples(args: SamplesArgs) -> eyre::Result<()> {
     };
     let mut rng = StdRng::seed_from_u64(args.seed);
     let (mut hashes, mut balances, mut slots) = (Vec::new(), Vec::new(), Vec::new());
-    while hashes.len() < args.count || balances.len() < args.count || slots.len() < args.count {
+    let (mut calls, mut tx_traces, mut block_traces) = (Vec::new(), Vec::new(), Vec::new());
+    while hashes.len() < args.count
+        || balances.len() < args.count
+        || slots.len() < args.count
+        || calls.len() < args.count
+        || tx_traces.len() < args.trace_count
+        || block_traces.len() < args.trace_count
+    {
         let blocks: Vec<u64> = (0..crate::rpc::BATCH)
             .map(|_| rng.random_range(1..=head))
             .collect();
@@ -90,45 +160,91 @@ pub async fn samples(args: SamplesArgs) -> eyre::Result<()> {
                 .to_lowercase();
             let at = hex(rng.random_range(*block..=head));
             if hashes.len() < args.count {
-                hashes.push(("eth_getTransactionByHash", vec![hash]));
+                hashes.push(vec![hash.clone()]);
             }
-            if to == token && slots.len() < args.count {
+            if tx_traces.len() < args.trace_count {
+                tx_traces.push(vec![hash, tracer("prestateTracer")]);
+            }
+            if block_traces.len() < args.trace_count {
+                block_traces.push(hex(*block));
+            }
+            if to == token {
                 let input = tx.get("input").and_then(Value::as_str).unwrap_or("");
                 // calldata[0..32] is the holder, left-padded: the slot of its balance.
-                if input.len() >= 2 + 64 {
-                    let slot = format!("0x{}", &input[2..66]);
-                    slots.push(("eth_getStorageAt", vec![json!(token), json!(slot), at]));
+                if input.len() < 2 + 64 {
+                    continue;
                 }
-            } else if !to.is_empty() && to != token && balances.len() < args.count {
-                balances.push(("eth_getBalance", vec![json!(to), at]));
+                let holder = &input[2..66];
+                if slots.len() < args.count {
+                    let slot = format!("0x{holder}");
+                    slots.push(vec![json!(token), json!(slot), at.clone()]);
+                }
+                if calls.len() < args.count {
+                    let from = tx.get("from").cloned().unwrap_or(Value::Null);
+                    let data = format!("0x{holder}{:064x}", 0);
+                    calls.push(vec![json!({"from": from, "to": token, "data": data}), at]);
+                }
+            } else if !to.is_empty() && balances.len() < args.count {
+                balances.push(vec![json!(to), at]);
             }
         }
     }
+    let block_traces_with = |name: &str| -> Vec<Vec<Value>> {
+        block_traces
+            .iter()
+            .map(|b| vec![b.clone(), tracer(name)])
+            .collect()
+    };
+    let picked = [
+        hashes,
+        balances,
+        slots,
+        calls,
+        tx_traces,
+        block_traces_with("prestateTracer"),
+        block_traces_with("callTracer"),
+    ];
     let mut out = Vec::new();
-    for calls in [hashes, balances, slots] {
-        let method = calls[0].0;
-        let answers = rpc
-            .batch_ok(method, calls.iter().map(|(_, p)| p.clone()))
-            .await?;
-        for ((method, params), answer) in calls.into_iter().zip(answers) {
+    for ((kind, method), params) in KINDS.into_iter().zip(picked) {
+        let digest_only = method.starts_with("debug_");
+        // Traces one at a time: a batch of block traces can pass the node's response limit.
+        let answers = match digest_only {
+            true => {
+                let mut answers = Vec::with_capacity(params.len());
+                for p in &params {
+                    answers.push(rpc.call(method, p.clone()).await?);
+                }
+                answers
+            }
+            false => rpc.batch_ok(method, params.iter().cloned()).await?,
+        };
+        for (params, answer) in params.into_iter().zip(answers) {
+            let (answer, answer_keccak) = match digest_only {
+                true => (Value::Null, Some(answer_keccak(&answer))),
+                false => (answer, None),
+            };
             out.push(Sample {
+                kind: kind.to_string(),
                 method: method.to_string(),
                 params,
                 answer,
+                answer_keccak,
             });
         }
     }
     let non_zero = out
         .iter()
-        .filter(|s| s.method != KINDS[0] && !is_zero(&s.answer))
+        .filter(|s| matches!(s.method.as_str(), "eth_getBalance" | "eth_getStorageAt"))
+        .filter(|s| !is_zero(&s.answer))
         .count();
     std::fs::write(&args.out, serde_json::to_vec(&out)?)
         .wrap_err_with(|| format!("writing {}", args.out.display()))?;
     println!(
-        "rpc-samples: {} calls ({} per kind) over blocks 1..={head}, {non_zero} historical reads \
-         non-zero, to {}",
+        "rpc-samples: {} calls ({} per point-read kind, {} per trace kind) over blocks 1..={head}, \
+         {non_zero} historical reads non-zero, to {}",
         out.len(),
         args.count,
+        args.trace_count,
         args.out.display()
     );
     Ok(())
@@ -160,12 +276,15 @@ pub struct LatencyArgs {
 #[derive(Debug, Serialize, Deserialize)]
 struct LatencyRun {
     label: String,
-    /// Per kind: every call's latency in microseconds, in sample order.
+    /// Per kind: every call's latency in microseconds, in sample order, in the second pass.
     latencies_us: BTreeMap<String, Vec<f64>>,
+    /// The same for the first pass, right after the node started.
+    #[serde(default)]
+    cold_latencies_us: BTreeMap<String, Vec<f64>>,
 }
 
-/// Times each sample (one call at a time) after an untimed pass; every answer must equal the
-/// recorded one.
+/// Times each sample, one call at a time, twice: the first pass is the cold one (the node just
+/// started), the second the warm one. Every answer must equal the recorded one.
 pub async fn latency(args: LatencyArgs) -> eyre::Result<()> {
     let rpc = Rpc::new(&args.rpc)?;
     let samples: Vec<Sample> = serde_json::from_slice(
@@ -176,33 +295,37 @@ pub async fn latency(args: LatencyArgs) -> eyre::Result<()> {
     let mut run = LatencyRun {
         label: args.label.clone(),
         latencies_us: BTreeMap::new(),
+        cold_latencies_us: BTreeMap::new(),
     };
-    for timed in [false, true] {
+    for warm in [false, true] {
         for sample in &samples {
             let started = Instant::now();
             let answer = rpc.call(&sample.method, sample.params.clone()).await?;
             let took = started.elapsed().as_secs_f64() * 1e6;
-            ensure!(
-                answer == sample.answer,
-                "{} {} on {}: {answer}, the chain's node answered {}",
-                sample.method,
-                Value::Array(sample.params.clone()),
-                rpc.url(),
-                sample.answer
-            );
-            if timed {
-                run.latencies_us
-                    .entry(sample.method.clone())
-                    .or_default()
-                    .push(took);
+            if let Err(recorded) = sample.check(&answer) {
+                let shown = answer.to_string();
+                let shown = shown.get(..2000).unwrap_or(&shown);
+                eyre::bail!(
+                    "{} {} on {}: {shown}, the chain's node answered {recorded}",
+                    sample.method,
+                    Value::Array(sample.params.clone()),
+                    rpc.url()
+                );
             }
+            let pass = match warm {
+                true => &mut run.latencies_us,
+                false => &mut run.cold_latencies_us,
+            };
+            pass.entry(sample.kind().to_string())
+                .or_default()
+                .push(took);
         }
     }
     std::fs::write(&args.out, serde_json::to_vec(&run)?)
         .wrap_err_with(|| format!("writing {}", args.out.display()))?;
     let line: Vec<String> = KINDS
         .iter()
-        .filter_map(|k| {
+        .filter_map(|(k, _)| {
             let v = run.latencies_us.get(*k)?;
             Some(format!("{k} p50 {:.0} µs", percentile(v, 50.0)))
         })
@@ -226,60 +349,123 @@ fn percentile(values: &[f64], p: f64) -> f64 {
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// `rpc-latency` results of the baseline (one per run).
-    #[arg(long, num_args = 1.., required = true)]
-    baseline: Vec<PathBuf>,
-    #[arg(long, num_args = 1.., required = true)]
-    candidate: Vec<PathBuf>,
-    /// Also write the table (Markdown) and the numbers (JSON, `<out>.json`) here.
+    /// `rpc-latency` results, any number per variant (grouped by the label inside).
+    #[arg(required = true)]
+    runs: Vec<PathBuf>,
+    /// The variant the others are compared with (ratio = variant / reference).
+    #[arg(long)]
+    reference: String,
+    /// Also write the tables (Markdown) and the numbers (JSON, `<out>.json`) here.
     #[arg(long)]
     out: Option<PathBuf>,
 }
 
-fn pooled(files: &[PathBuf]) -> eyre::Result<(String, BTreeMap<String, Vec<f64>>)> {
-    let mut label = String::new();
-    let mut all: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+/// Per variant (in the order first seen) and pass: every kind's latencies, runs pooled.
+type Pooled = Vec<(String, [BTreeMap<String, Vec<f64>>; 2])>;
+
+fn pooled(files: &[PathBuf]) -> eyre::Result<Pooled> {
+    let mut variants: Pooled = Vec::new();
     for f in files {
         let run: LatencyRun = serde_json::from_slice(
             &std::fs::read(f).wrap_err_with(|| format!("reading {}", f.display()))?,
         )
         .wrap_err_with(|| format!("parsing {}", f.display()))?;
-        label = run.label;
-        for (k, v) in run.latencies_us {
-            all.entry(k).or_default().extend(v);
+        let index = match variants.iter().position(|(l, _)| *l == run.label) {
+            Some(i) => i,
+            None => {
+                variants.push((run.label.clone(), Default::default()));
+                variants.len() - 1
+            }
+        };
+        let passes = &mut variants[index].1;
+        for (pass, latencies) in [run.latencies_us, run.cold_latencies_us]
+            .into_iter()
+            .enumerate()
+        {
+            for (k, v) in latencies {
+                passes[pass].entry(k).or_default().extend(v);
+            }
         }
     }
-    Ok((label, all))
+    Ok(variants)
 }
 
-/// Both variants' percentiles per kind (runs pooled) and candidate/baseline ratios.
+const PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+
+/// Every variant's percentiles per kind and pass (runs pooled), with p50 and p99 ratios to the
+/// reference variant.
 pub fn report(args: ReportArgs) -> eyre::Result<()> {
-    let (base_label, base) = pooled(&args.baseline)?;
-    let (cand_label, cand) = pooled(&args.candidate)?;
-    let mut md = format!(
-        "| RPC call | {base_label} p50 | {cand_label} p50 | ratio p50 | {base_label} p99 | \
-         {cand_label} p99 | ratio p99 |\n|---|---:|---:|---:|---:|---:|---:|\n"
-    );
+    let variants = pooled(&args.runs)?;
+    let reference = variants
+        .iter()
+        .position(|(l, _)| *l == args.reference)
+        .ok_or_else(|| {
+            let labels: Vec<&str> = variants.iter().map(|(l, _)| l.as_str()).collect();
+            eyre!(
+                "no run is labelled {:?} (the runs' labels: {})",
+                args.reference,
+                labels.join(", ")
+            )
+        })?;
+    let mut md = String::new();
     let mut numbers = serde_json::Map::new();
-    for kind in KINDS {
-        let (Some(b), Some(c)) = (base.get(kind), cand.get(kind)) else {
-            continue;
-        };
-        let [b50, b90, b99] = [50.0, 90.0, 99.0].map(|p| percentile(b, p));
-        let [c50, c90, c99] = [50.0, 90.0, 99.0].map(|p| percentile(c, p));
+    for (pass, pass_name) in [(0, "warm"), (1, "cold (first pass after the node started)")] {
         md.push_str(&format!(
-            "| `{kind}` | {b50:.0} µs | {c50:.0} µs | **{:.2}x** | {b99:.0} µs | {c99:.0} µs | {:.2}x |\n",
-            c50 / b50,
-            c99 / b99
+            "{pass_name}: p50 / p90 / p99 / p99.9 in µs; ratios to {} at p50 and p99\n\n| RPC call |",
+            args.reference
         ));
+        for (label, _) in &variants {
+            md.push_str(&format!(" {label} |"));
+        }
+        for (label, _) in variants.iter().filter(|(l, _)| *l != args.reference) {
+            md.push_str(&format!(" {label} / {} |", args.reference));
+        }
+        md.push_str("\n|---|");
+        md.push_str(&"---:|".repeat(2 * variants.len() - 1));
+        md.push('\n');
+        let mut pass_numbers = serde_json::Map::new();
+        for (kind, _) in KINDS {
+            let Some(reference_calls) = variants[reference].1[pass].get(kind) else {
+                continue;
+            };
+            let reference_p = PERCENTILES.map(|p| percentile(reference_calls, p));
+            md.push_str(&format!("| `{kind}` |"));
+            let mut kind_numbers = serde_json::Map::new();
+            let mut ratios = String::new();
+            for (label, passes) in &variants {
+                let Some(calls) = passes[pass].get(kind) else {
+                    md.push_str(" - |");
+                    if *label != args.reference {
+                        ratios.push_str(" - |");
+                    }
+                    continue;
+                };
+                let p = PERCENTILES.map(|q| percentile(calls, q));
+                md.push_str(&format!(" {} |", p.map(|v| format!("{v:.0}")).join(" / ")));
+                if *label != args.reference {
+                    ratios.push_str(&format!(
+                        " **{:.2}x** / {:.2}x |",
+                        p[0] / reference_p[0],
+                        p[2] / reference_p[2]
+                    ));
+                }
+                kind_numbers.insert(
+                    label.clone(),
+                    json!({
+                        "calls": calls.len(),
+                        "p50_us": p[0], "p90_us": p[1], "p99_us": p[2], "p999_us": p[3],
+                        "ratio_p50": p[0] / reference_p[0], "ratio_p99": p[2] / reference_p[2],
+                    }),
+                );
+            }
+            md.push_str(&ratios);
+            md.push('\n');
+            pass_numbers.insert(kind.to_string(), Value::Object(kind_numbers));
+        }
+        md.push('\n');
         numbers.insert(
-            kind.to_string(),
-            json!({
-                "calls": [b.len(), c.len()],
-                "baseline_us": {"p50": b50, "p90": b90, "p99": b99},
-                "candidate_us": {"p50": c50, "p90": c90, "p99": c99},
-                "ratio": {"p50": c50 / b50, "p90": c90 / b90, "p99": c99 / b99},
-            }),
+            if pass == 0 { "warm" } else { "cold" }.to_string(),
+            Value::Object(pass_numbers),
         );
     }
     print!("{md}");
@@ -288,7 +474,7 @@ pub fn report(args: ReportArgs) -> eyre::Result<()> {
         let json_path = out.with_extension("json");
         std::fs::write(
             &json_path,
-            serde_json::to_vec_pretty(&Value::Object(numbers))?,
+            serde_json::to_vec_pretty(&json!({ "reference": args.reference, "kinds": numbers }))?,
         )
         .wrap_err_with(|| format!("writing {}", json_path.display()))?;
     }
