@@ -67,9 +67,9 @@ pub struct TableDisk {
     /// The engine the layout routes it to.
     pub engine: String,
     pub mdbx_bytes: u64,
-    /// SST files plus memtables.
+    /// SST files plus memtables holding rows (rows only in the WAL, replayed by the read).
     pub rocksdb_bytes: u64,
-    /// In reth's own RocksDB (storage v2): SST files plus memtables.
+    /// In reth's own RocksDB (storage v2), counted as `rocksdb_bytes` is.
     #[serde(default)]
     pub upstream_rocksdb_bytes: u64,
 }
@@ -155,7 +155,7 @@ impl DiskRecord {
                 upstream_rocksdb_bytes: upstream
                     .iter()
                     .find(|cf| cf.name == t.table.name())
-                    .map_or(0, |cf| cf.bytes),
+                    .map_or(0, |cf| cf.sst_bytes + cf.unflushed_bytes),
             })
             .filter(|t| t.bytes() > 0)
             .collect();

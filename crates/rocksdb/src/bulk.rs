@@ -9,8 +9,8 @@ use crate::{
 };
 use reth_hybrid_api::{Tables, raw::RawResult};
 use rocksdb::{
-    DB, Direction, IngestExternalFileOptions, IteratorMode, Options, ReadOptions, SstFileWriter,
-    WriteBatch, WriteOptions,
+    ColumnFamily, DB, Direction, IngestExternalFileOptions, IteratorMode, Options, ReadOptions,
+    SstFileWriter, WriteBatch, WriteOptions,
 };
 use std::path::{Path, PathBuf};
 
@@ -100,9 +100,11 @@ pub struct UpstreamColumnFamily {
     pub name: String,
     pub has_rows: bool,
     pub estimated_rows: u64,
-    /// Its SST files' bytes plus its memtables' (rows a stopped node left in the WAL, replayed
-    /// by the read-only open): what the column family takes, flushed or not.
-    pub bytes: u64,
+    pub sst_bytes: u64,
+    /// Memtable bytes of rows only in the WAL, replayed by the read-only open (reth flushes
+    /// every table when it stops cleanly, so a killed node's). Counted as `TableSize` counts
+    /// our own: only memtables holding entries, since an empty one still reports its arena.
+    pub unflushed_bytes: u64,
 }
 
 impl RocksEngine {
@@ -289,26 +291,7 @@ impl RocksEngine {
 
     /// `table`'s estimated rows and bytes (SST files plus memtables).
     pub fn table_size(&self, table: Tables) -> TableSize {
-        let db = &self.inner.db;
-        let cf = self.inner.cf(table);
-        let prop = |name: &str| {
-            db.property_int_value_cf(cf, name)
-                .ok()
-                .flatten()
-                .unwrap_or(0)
-        };
-        // An empty memtable still reports its arena (~2 KiB); count memtables holding entries.
-        let memtable_entries = prop("rocksdb.num-entries-active-mem-table")
-            + prop("rocksdb.num-entries-imm-mem-tables");
-        TableSize {
-            estimated_rows: prop("rocksdb.estimate-num-keys"),
-            sst_bytes: prop("rocksdb.total-sst-files-size"),
-            memtable_bytes: if memtable_entries > 0 {
-                prop("rocksdb.cur-size-all-mem-tables")
-            } else {
-                0
-            },
-        }
+        column_family_size(&self.inner.db, self.inner.cf(table))
     }
 
     /// Flushes every table's memtable to SST files (so sizes on disk are complete).
@@ -327,7 +310,7 @@ impl RocksEngine {
 /// the range's exclusive end leaves); `None` when it is empty.
 pub(crate) fn delete_everything(
     db: &DB,
-    cf: &rocksdb::ColumnFamily,
+    cf: &ColumnFamily,
     table: Tables,
 ) -> RawResult<Option<WriteBatch>> {
     let mut it = db.raw_iterator_cf(cf);
@@ -340,6 +323,28 @@ pub(crate) fn delete_everything(
     batch.delete_range_cf(cf, &[][..], last);
     batch.delete_cf(cf, last);
     Ok(Some(batch))
+}
+
+/// A column family's estimated rows, SST bytes and memtable bytes. An empty memtable still
+/// reports its arena (~2 KiB), so memtables count only while they hold entries.
+fn column_family_size(db: &DB, cf: &ColumnFamily) -> TableSize {
+    let prop = |name: &str| {
+        db.property_int_value_cf(cf, name)
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+    };
+    let memtable_entries =
+        prop("rocksdb.num-entries-active-mem-table") + prop("rocksdb.num-entries-imm-mem-tables");
+    TableSize {
+        estimated_rows: prop("rocksdb.estimate-num-keys"),
+        sst_bytes: prop("rocksdb.total-sst-files-size"),
+        memtable_bytes: if memtable_entries > 0 {
+            prop("rocksdb.cur-size-all-mem-tables")
+        } else {
+            0
+        },
+    }
 }
 
 /// Looks into reth's own RocksDB (`<datadir>/rocksdb`, storage v2) read-only: which column
@@ -371,24 +376,13 @@ pub fn inspect_upstream_rocksdb(
             .transpose()
             .map_err(open_err)?
             .is_some();
-        let estimated_rows = db
-            .property_int_value_cf(cf, "rocksdb.estimate-num-keys")
-            .ok()
-            .flatten()
-            .unwrap_or(0);
-        let property = |name: &str| {
-            db.property_int_value_cf(cf, name)
-                .ok()
-                .flatten()
-                .unwrap_or(0)
-        };
-        let bytes =
-            property("rocksdb.total-sst-files-size") + property("rocksdb.cur-size-all-mem-tables");
+        let size = column_family_size(&db, cf);
         out.push(UpstreamColumnFamily {
             name,
             has_rows,
-            estimated_rows,
-            bytes,
+            estimated_rows: size.estimated_rows,
+            sst_bytes: size.sst_bytes,
+            unflushed_bytes: size.memtable_bytes,
         });
     }
     drop(db);

@@ -655,3 +655,67 @@ fn clearing_an_empty_table_commits_a_write_batch() {
     let payload = RocksEngine::export_writes(&frozen).expect("export");
     assert!(RocksEngine::can_defer(&payload), "a write batch");
 }
+
+/// reth's own `<datadir>/rocksdb`, as a stopped v2 node leaves it: sizes split into flushed SST
+/// bytes and rows only in the WAL, and an empty family counts nothing (not its memtable arena).
+#[test]
+fn an_upstream_rocksdb_reports_flushed_and_unflushed_bytes_apart() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("rocksdb");
+    let families = ["TransactionHashNumbers", "AccountsHistory"];
+    let write = |flush: bool| {
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let db = rocksdb::DB::open_cf(&opts, &path, families).expect("open upstream rocksdb");
+        let cf = db.cf_handle("TransactionHashNumbers").expect("cf");
+        for i in 0u64..1000 {
+            db.put_cf(
+                cf,
+                B256::repeat_byte((i % 251) as u8)
+                    .0
+                    .iter()
+                    .chain(&i.to_be_bytes())
+                    .copied()
+                    .collect::<Vec<u8>>(),
+                i.to_be_bytes(),
+            )
+            .expect("put");
+        }
+        if flush {
+            db.flush_cf(cf).expect("flush");
+        }
+    };
+    let family = |name: &str| {
+        reth_hybrid_rocksdb::inspect_upstream_rocksdb(&path)
+            .expect("inspect")
+            .expect("exists")
+            .into_iter()
+            .find(|cf| cf.name == name)
+            .expect("family listed")
+    };
+    assert!(
+        reth_hybrid_rocksdb::inspect_upstream_rocksdb(&path)
+            .expect("inspect")
+            .is_none(),
+        "no rocksdb yet"
+    );
+
+    write(false);
+    let killed = family("TransactionHashNumbers");
+    assert!(killed.has_rows);
+    assert_eq!(killed.sst_bytes, 0, "nothing flushed yet");
+    assert!(killed.unflushed_bytes > 0, "the WAL's rows, replayed");
+    let empty = family("AccountsHistory");
+    assert!(!empty.has_rows);
+    assert_eq!((empty.sst_bytes, empty.unflushed_bytes), (0, 0));
+
+    write(true);
+    let stopped = family("TransactionHashNumbers");
+    assert!(stopped.sst_bytes > 0);
+    assert_eq!(
+        stopped.unflushed_bytes, 0,
+        "a flushed family has no WAL rows"
+    );
+    assert_eq!(family("AccountsHistory").unflushed_bytes, 0);
+}
