@@ -565,6 +565,12 @@ fn catalogue_matches_reth_v2_5_1_order_and_names() {
         assert_eq!(table.name().parse::<Tables>(), Ok(table));
     }
     assert!("NoSuchTable".parse::<Tables>().is_err());
+    // The const lookup behind `table_of` compares whole names, not prefixes.
+    for near_miss in ["AccountsHistor", "AccountsHistoryX", "accountshistory", ""] {
+        assert_eq!(Tables::from_name(near_miss), None, "{near_miss:?}");
+    }
+    const RESOLVED_AT_COMPILE_TIME: Option<Tables> = Tables::from_name("StoragesHistory");
+    assert_eq!(RESOLVED_AT_COMPILE_TIME, Some(Tables::StoragesHistory));
     let rocks: Vec<_> = Tables::ALL
         .iter()
         .filter(|t| t.default_engine() == EngineKind::RocksDb)
@@ -581,3 +587,38 @@ fn catalogue_matches_reth_v2_5_1_order_and_names() {
 }
 
 use reth_hybrid_api::EngineKind;
+
+/// A table type from outside this crate (reth's, in the adapter) with a catalogue name.
+#[derive(Debug)]
+struct ForeignTxHashes;
+impl Table for ForeignTxHashes {
+    const NAME: &'static str = "TransactionHashNumbers";
+    const DUPSORT: bool = false;
+    type Key = B256;
+    type Value = u64;
+}
+
+/// One whose name the catalogue does not hold (a newer reth's table).
+#[derive(Debug)]
+struct ForeignUnknown;
+impl Table for ForeignUnknown {
+    const NAME: &'static str = "TableOfALaterReth";
+    const DUPSORT: bool = false;
+    type Key = u64;
+    type Value = u64;
+}
+
+#[test]
+fn table_of_resolves_foreign_table_types_by_name_and_refuses_unknown_ones() {
+    use reth_hybrid_api::typed::table_of;
+    assert_eq!(
+        table_of::<ForeignTxHashes>().expect("in the catalogue"),
+        Tables::TransactionHashNumbers
+    );
+    assert_eq!(
+        table_of::<t::AccountsHistory>().expect("ours"),
+        Tables::AccountsHistory
+    );
+    let err = table_of::<ForeignUnknown>().expect_err("not in the catalogue");
+    assert!(err.to_string().contains("TableOfALaterReth"), "{err}");
+}

@@ -22,6 +22,9 @@ pub const HYBRID_ROCKSDB_DIR: &str = "hybrid-rocksdb";
 
 pub(crate) struct EngineInner {
     pub(crate) db: DB,
+    /// Every table's column family handle, by `Tables as usize`: `DB::cf_handle` looks the
+    /// name up in a map, and every read names its table.
+    cfs: Vec<CfHandle>,
     /// Kept for its statistics tickers.
     db_options: rocksdb::Options,
     pub(crate) path: PathBuf,
@@ -100,12 +103,20 @@ impl Drop for LogDir {
     }
 }
 
+/// A column family handle owned by `EngineInner::db`.
+struct CfHandle(*const ColumnFamily);
+
+// SAFETY: a `ColumnFamily` is a handle RocksDB lets any thread use; `DB` itself is Send + Sync.
+unsafe impl Send for CfHandle {}
+// SAFETY: as above; only shared references are handed out.
+unsafe impl Sync for CfHandle {}
+
 impl EngineInner {
     pub(crate) fn cf(&self, table: Tables) -> &ColumnFamily {
-        // Every table's column family is created (or verified) at open.
-        self.db
-            .cf_handle(table.name())
-            .expect("column family verified at open")
+        // SAFETY: the handle points into `self.db`'s map of column families, whose entries
+        // live on the heap and change only through `create_cf`/`drop_cf` (which take `&mut DB`,
+        // never given out), so it stays valid, unmoved, for as long as `self`.
+        unsafe { &*self.cfs[table as usize].0 }
     }
 }
 
@@ -165,13 +176,15 @@ impl RocksEngine {
             path: path.to_path_buf(),
             source,
         })?;
+        let mut cfs = Vec::with_capacity(Tables::COUNT);
         for table in Tables::ALL {
-            if db.cf_handle(table.name()).is_none() {
+            let Some(cf) = db.cf_handle(table.name()) else {
                 return Err(RocksError::MissingColumnFamily {
                     path: path.to_path_buf(),
                     table,
                 });
-            }
+            };
+            cfs.push(CfHandle(cf));
         }
         if !options.read_only {
             // Only this process writes now: spill stores under `spill/` are a killed one's.
@@ -183,6 +196,7 @@ impl RocksEngine {
         Ok(Self {
             inner: Arc::new(EngineInner {
                 db,
+                cfs,
                 db_options: db_opts,
                 path: path.to_path_buf(),
                 writer: Arc::new(Mutex::new(())),

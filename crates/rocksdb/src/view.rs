@@ -14,6 +14,9 @@ use std::{collections::BTreeMap, ops::Bound, sync::Arc};
 /// first so it is released before the `Arc`.
 pub(crate) struct OwnedSnapshot {
     snap: SnapshotWithThreadMode<'static, DB>,
+    /// Read options naming `snap`, built once: a point read otherwise allocates and frees a
+    /// fresh set per call.
+    get_opts: ReadOptions,
     engine: Arc<EngineInner>,
 }
 
@@ -28,7 +31,13 @@ impl OwnedSnapshot {
         // SAFETY: the snapshot borrows `engine.db`; `engine` is stored alongside and dropped
         // after the snapshot (field order), so the borrow never dangles.
         let snap: SnapshotWithThreadMode<'static, DB> = unsafe { std::mem::transmute(snap) };
-        Self { snap, engine }
+        let mut get_opts = ReadOptions::default();
+        get_opts.set_snapshot(&snap);
+        Self {
+            snap,
+            get_opts,
+            engine,
+        }
     }
 
     pub(crate) fn engine(&self) -> &Arc<EngineInner> {
@@ -37,8 +46,9 @@ impl OwnedSnapshot {
 
     /// The snapshot's value at `key` (a point lookup: bloom filters, no iterator).
     pub(crate) fn get(&self, table: Tables, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
-        self.snap
-            .get_cf(self.engine.cf(table), key)
+        self.engine
+            .db
+            .get_cf_opt(self.engine.cf(table), key, &self.get_opts)
             .map_err(|e| read_err("get", table, e))
     }
 

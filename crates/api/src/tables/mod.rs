@@ -158,12 +158,17 @@ macro_rules! tables {
                 }
             }
 
-            /// The table with this exact name (a generated `match`, cheap enough for hot paths).
-            pub fn from_name(name: &str) -> Option<Tables> {
-                match name {
-                    $(stringify!($name) => Some(Tables::$name),)*
-                    _ => None,
+            /// The table with this exact name. A `const fn`, so a table type's catalogue entry
+            /// is found at compile time (`typed::on_raw::table_of`), not on every read.
+            pub const fn from_name(name: &str) -> Option<Tables> {
+                let mut i = 0;
+                while i < Self::COUNT {
+                    if const_str_eq(Self::ALL[i].name(), name) {
+                        return Some(Self::ALL[i]);
+                    }
+                    i += 1;
                 }
+                None
             }
 
             /// Calls the viewer with this table's type.
@@ -182,6 +187,21 @@ macro_rules! tables {
     (@keylen $key:ty; $subkey:ty) => { Some(std::mem::size_of::<<$key as Encode>::Encoded>()) };
     (@view $viewer:ident, $name:ident;) => { $viewer.view::<$name>() };
     (@view $viewer:ident, $name:ident; $subkey:ty) => { $viewer.view_dupsort::<$name>() };
+}
+
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 impl fmt::Display for Tables {

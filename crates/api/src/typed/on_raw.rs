@@ -13,7 +13,7 @@ use crate::{
     error::short_hex,
     raw::{RawCursor, RawCursorMut, RawEngine, RawPair, RawTx, RawTxMut},
     table::{Decode, Decompress, DupSort, Encode, Table, compress_to_vec},
-    tables::Tables,
+    tables::{Tables, UnknownTable},
 };
 use std::{
     fmt,
@@ -28,15 +28,9 @@ use std::{
 /// foreign `Table` impl whose name is not is an error, not a panic.
 #[inline]
 pub fn table_of<T: Table>() -> Result<Tables, DatabaseError> {
-    // Hot path: our own table types carry the very `&'static str` the catalogue holds, so a
-    // pointer comparison finds them without comparing bytes; other `Table` impls (the upstream
-    // adapter's) fall back to comparing the name.
-    if let Some(t) = Tables::ALL.iter().find(|t| std::ptr::eq(t.name(), T::NAME)) {
-        return Ok(*t);
-    }
-    T::NAME
-        .parse::<Tables>()
-        .map_err(|e| DatabaseError::Other(e.to_string()))
+    // Evaluated once per table type at compile time: every read goes through here.
+    const { Tables::from_name(T::NAME) }
+        .ok_or_else(|| DatabaseError::Other(UnknownTable(T::NAME.to_string()).to_string()))
 }
 
 /// Decodes a key, naming the table and key in the error.
