@@ -388,3 +388,49 @@ impl RawEngine for RocksEngine {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reth_hybrid_api::raw::{RawTx, RawTxMut};
+    use rocksdb::statistics::Histogram;
+
+    /// The gauges' tickers keep counting while point reads time nothing (the level's number is
+    /// easy to get wrong: rust-rocksdb's are one above RocksDB's).
+    #[test]
+    fn statistics_count_cache_hits_without_timing_reads() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let engine = RocksEngine::open(dir.path(), &RocksOptions::default()).expect("open");
+        let keys: Vec<[u8; 32]> = (0u8..100).map(|i| [i; 32]).collect();
+        let tx = engine.begin_rw().expect("rw");
+        for (i, key) in keys.iter().enumerate() {
+            tx.put(
+                Tables::TransactionHashNumbers,
+                key,
+                &(i as u64).to_be_bytes(),
+            )
+            .expect("put");
+        }
+        tx.commit().expect("commit");
+        engine.flush().expect("flush");
+        for _ in 0..2 {
+            let ro = engine.begin_ro().expect("ro");
+            for key in &keys {
+                assert!(
+                    ro.get(Tables::TransactionHashNumbers, key)
+                        .expect("get")
+                        .is_some()
+                );
+            }
+        }
+        let opts = &engine.inner.db_options;
+        let hits = opts.get_ticker_count(Ticker::BlockCacheHit)
+            + opts.get_ticker_count(Ticker::RowCacheHit);
+        assert!(hits > 0, "tickers count");
+        assert_eq!(
+            opts.get_histogram_data(Histogram::DbGet).count(),
+            0,
+            "point reads are not timed"
+        );
+    }
+}

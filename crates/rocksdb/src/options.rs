@@ -139,10 +139,13 @@ pub(crate) fn db_options(opts: &RocksOptions) -> Options {
     o.set_bytes_per_sync(1 << 20);
     o.set_keep_log_file_num(4);
     o.set_max_total_wal_size(opts.max_total_wal_bytes);
-    // Tickers for the block-cache hit rate and write-stall time gauges. Without timers: the
+    // Tickers for the block-cache hit rate and write-stall time gauges, without timers: the
     // default level reads the clock twice per point read for a histogram nothing here reads.
+    // rust-rocksdb numbers its levels one above RocksDB's (reth#27212): its
+    // `ExceptHistogramOrTimers` (2) is RocksDB's `kExceptTimers`, and its `ExceptTimers` (3) is
+    // RocksDB's default, `kExceptDetailedTimers`.
     o.enable_statistics();
-    o.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptTimers);
+    o.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
     o
 }
 

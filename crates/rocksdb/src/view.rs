@@ -11,7 +11,7 @@ use rocksdb::{DB, ReadOptions, SnapshotWithThreadMode};
 use std::{collections::BTreeMap, ops::Bound, sync::Arc};
 
 /// An owned snapshot: the `Arc` keeps the database alive, and the snapshot field is declared
-/// first so it is released before the `Arc`.
+/// first so it is released before the `Arc` (its read options only name it, and are freed after).
 pub(crate) struct OwnedSnapshot {
     snap: SnapshotWithThreadMode<'static, DB>,
     /// Read options naming `snap`, built once: a point read otherwise allocates and frees a
