@@ -130,6 +130,18 @@ proptest! {
         check_key(StoredNibblesSubKey(a), StoredNibblesSubKey(b))?;
     }
 
+    /// Adoption converts v2's trie rows one by one in table order: the packed bytes must decode
+    /// to the same path and sort exactly as the v1 bytes do.
+    #[test]
+    fn packed_nibbles_round_trip_in_v1_order(a in nibbles(), b in nibbles()) {
+        let (pa, pb) = (PackedStoredNibbles(a.clone()).to_array(), PackedStoredNibbles(b.clone()).to_array());
+        prop_assert_eq!(&PackedStoredNibbles::from_bytes(&pa).unwrap().0, &a);
+        let v1 = (StoredNibbles(a.clone()).encode(), StoredNibbles(b.clone()).encode());
+        prop_assert_eq!(pa.cmp(&pb), v1.0.cmp(&v1.1));
+        let sub = (StoredNibblesSubKey(a).encode(), StoredNibblesSubKey(b).encode());
+        prop_assert_eq!(pa.cmp(&pb), sub.0.cmp(&sub.1));
+    }
+
     #[test]
     fn block_access_list_key_order(a in (block(), b256()), b in (block(), b256())) {
         check_key(
@@ -215,6 +227,14 @@ fn malformed_keys_are_errors_not_panics() {
     assert!(BlockNumberAddress::decode(&[0; 20]).is_err());
     assert!(StoredNibbles::decode(&[0x10]).is_err());
     assert!(StoredNibblesSubKey::decode(&[0; 64]).is_err());
+    assert!(PackedStoredNibbles::from_bytes(&[0; 32]).is_err());
+    let mut count_65 = [0u8; 33];
+    count_65[32] = 65;
+    assert!(PackedStoredNibbles::from_bytes(&count_65).is_err());
+    // Three nibbles, but the fourth (padding) is set: not a path reth wrote.
+    let mut padding_set = [0u8; 33];
+    (padding_set[0], padding_set[1], padding_set[32]) = (0xab, 0xcd, 3);
+    assert!(PackedStoredNibbles::from_bytes(&padding_set).is_err());
     assert!(PruneSegment::decode(&[10]).is_err());
     assert!(ChainStateKey::decode(&[2]).is_err());
     assert!(String::decode(&[0xff, 0xfe]).is_err());

@@ -368,6 +368,16 @@ fn golden_bytes_cover_all_tables() {
         s,
     );
 
+    // storage v2's packed path (reth's own test vectors): two nibbles a byte, zero-padded to 32
+    // bytes, then the count; no nibbles is 33 zero bytes.
+    let abc = PackedStoredNibbles(Nibbles::from_nibbles([0xa, 0xb, 0xc]));
+    assert_eq!(
+        abc.to_array().to_vec(),
+        h(&format!("abc0 {} 03", rep("00", 30)))
+    );
+    assert_eq!(PackedStoredNibbles::from_bytes(&abc.to_array()), Ok(abc));
+    assert_eq!(PackedStoredNibbles::default().to_array(), [0u8; 33]);
+
     // StoredNibblesSubKey: nibbles zero-padded to 64 bytes, then the length byte (02).
     let sub = StoredNibblesSubKey(Nibbles::from_nibbles([0x1, 0xa]));
     let sub_hex = format!("010a {} 02", rep("00", 62));

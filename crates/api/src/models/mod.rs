@@ -24,7 +24,7 @@ pub use client_version::ClientVersion;
 pub use integer_list::{BlockNumberList, IntegerList, IntegerListError};
 pub use keys::ChainStateKey;
 pub use metadata::{STORAGE_SETTINGS_KEY, StorageSettings};
-pub use nibbles::{StorageTrieEntry, StoredNibbles, StoredNibblesSubKey};
+pub use nibbles::{PackedStoredNibbles, StorageTrieEntry, StoredNibbles, StoredNibblesSubKey};
 pub use prune::{PruneCheckpoint, PruneMode, PruneSegment};
 pub use sharded_key::{NUM_OF_INDICES_IN_SHARD, ShardedKey};
 pub use stage::{

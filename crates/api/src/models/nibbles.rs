@@ -1,5 +1,7 @@
 //! Trie keys: `StoredNibbles` (key of `AccountsTrie`), `StoredNibblesSubKey` (subkey of
 //! `StoragesTrie`) and `StorageTrieEntry` (its value). One nibble per byte (legacy, v1 layout).
+//! `PackedStoredNibbles` is storage v2's form of both paths, kept here so that adopting a v2
+//! datadir can turn its trie rows into the v1 bytes the catalogue's tables hold.
 
 use crate::{
     DatabaseError,
@@ -91,6 +93,41 @@ impl Compact for StoredNibblesSubKey {
             Self(Nibbles::from_nibbles_unchecked(&buf[..len])),
             &buf[65..],
         )
+    }
+}
+
+/// storage v2's trie path, both as `AccountsTrie`'s key and as `StoragesTrie`'s subkey (reth's
+/// `PackedStoredNibbles` and `PackedStoredNibblesSubKey` share this layout): nibbles packed two per
+/// byte, high nibble first, zero-padded to 32 bytes, then the nibble count. Same `memcmp` order as
+/// the v1 forms, so a table converted row by row stays sorted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PackedStoredNibbles(pub Nibbles);
+
+impl PackedStoredNibbles {
+    pub const LEN: usize = 33;
+
+    pub fn to_array(&self) -> [u8; Self::LEN] {
+        let mut buf = [0u8; Self::LEN];
+        self.0.pack_to(&mut buf[..32]);
+        buf[32] = self.0.len() as u8;
+        buf
+    }
+
+    /// Strict where reth's decoder is lenient (it reads the count and ignores the rest): a count
+    /// above 64 or a set padding nibble is a corrupt row, never a different path.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DatabaseError> {
+        let Ok(bytes) = <&[u8; Self::LEN]>::try_from(bytes) else {
+            return Err(DatabaseError::decode());
+        };
+        let count = bytes[32] as usize;
+        if count > 64 {
+            return Err(DatabaseError::decode());
+        }
+        let nibbles = Nibbles::unpack(&bytes[..32]).slice(..count);
+        if Self(nibbles).to_array() != *bytes {
+            return Err(DatabaseError::decode());
+        }
+        Ok(Self(nibbles))
     }
 }
 
