@@ -134,9 +134,9 @@ proptest! {
     /// to the same path and sort exactly as the v1 bytes do.
     #[test]
     fn packed_nibbles_round_trip_in_v1_order(a in nibbles(), b in nibbles()) {
-        let (pa, pb) = (PackedStoredNibbles(a.clone()).to_array(), PackedStoredNibbles(b.clone()).to_array());
-        prop_assert_eq!(&PackedStoredNibbles::from_bytes(&pa).unwrap().0, &a);
-        let v1 = (StoredNibbles(a.clone()).encode(), StoredNibbles(b.clone()).encode());
+        let (pa, pb) = (PackedStoredNibbles(a).to_array(), PackedStoredNibbles(b).to_array());
+        prop_assert_eq!(&PackedStoredNibbles::from_bytes(&pa).expect("packed bytes decode").0, &a);
+        let v1 = (StoredNibbles(a).encode(), StoredNibbles(b).encode());
         prop_assert_eq!(pa.cmp(&pb), v1.0.cmp(&v1.1));
         let sub = (StoredNibblesSubKey(a).encode(), StoredNibblesSubKey(b).encode());
         prop_assert_eq!(pa.cmp(&pb), sub.0.cmp(&sub.1));

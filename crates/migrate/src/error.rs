@@ -118,6 +118,18 @@ pub enum MigrateError {
          them, then retry"
     )]
     RecoveryPending { datadir: PathBuf },
+    #[error(
+        "{missing} rows of {table} have no preimage in the history indices (one: {example}): \
+         this storage v2 datadir's history is incomplete (a pruned node keeps only recent \
+         history), so its plain state cannot be rebuilt. Nothing was switched: the datadir is \
+         still a working v2 datadir. A pruned node cannot be adopted; sync a new datadir with \
+         `--storage.v2=false` and migrate that"
+    )]
+    MissingPreimages {
+        table: Tables,
+        missing: u64,
+        example: String,
+    },
     #[error("I/O error on {path}")]
     Io {
         path: PathBuf,

@@ -3,6 +3,7 @@
 //! generator. Built on the concrete engines: migration is MDBX <-> RocksDB by nature.
 
 pub mod abandon;
+pub mod adopt;
 mod copy_feed;
 pub mod crash;
 pub mod datadir;

@@ -1,6 +1,5 @@
 //! Bulk paths for datadir tools: a table's SST files built outside the database and ingested
-//! whole (no WAL, no memtable, no compaction churn), ordered scans, clearing a table, sizes, and
-//! a look at reth's own `<datadir>/rocksdb` (storage v2) without changing it.
+//! whole (no WAL, no memtable, no compaction churn), ordered scans, clearing a table, sizes.
 
 use crate::{
     env::RocksEngine,
@@ -9,8 +8,8 @@ use crate::{
 };
 use reth_hybrid_api::{Tables, raw::RawResult};
 use rocksdb::{
-    ColumnFamily, DB, Direction, IngestExternalFileOptions, IteratorMode, Options, ReadOptions,
-    SstFileWriter, WriteBatch, WriteOptions,
+    ColumnFamily, DB, IngestExternalFileOptions, Options, ReadOptions, SstFileWriter, WriteBatch,
+    WriteOptions,
 };
 use std::path::{Path, PathBuf};
 
@@ -92,19 +91,6 @@ pub struct TableSize {
     pub estimated_rows: u64,
     pub sst_bytes: u64,
     pub memtable_bytes: u64,
-}
-
-/// One column family of reth's own `<datadir>/rocksdb`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpstreamColumnFamily {
-    pub name: String,
-    pub has_rows: bool,
-    pub estimated_rows: u64,
-    pub sst_bytes: u64,
-    /// Memtable bytes of rows only in the WAL, replayed by the read-only open (reth flushes
-    /// every table when it stops cleanly, so a killed node's). Counted as `TableSize` counts
-    /// our own: only memtables holding entries, since an empty one still reports its arena.
-    pub unflushed_bytes: u64,
 }
 
 impl RocksEngine {
@@ -327,7 +313,7 @@ pub(crate) fn delete_everything(
 
 /// A column family's estimated rows, SST bytes and memtable bytes. An empty memtable still
 /// reports its arena (~2 KiB), so memtables count only while they hold entries.
-fn column_family_size(db: &DB, cf: &ColumnFamily) -> TableSize {
+pub(crate) fn column_family_size(db: &DB, cf: &ColumnFamily) -> TableSize {
     let prop = |name: &str| {
         db.property_int_value_cf(cf, name)
             .ok()
@@ -345,49 +331,6 @@ fn column_family_size(db: &DB, cf: &ColumnFamily) -> TableSize {
             0
         },
     }
-}
-
-/// Looks into reth's own RocksDB (`<datadir>/rocksdb`, storage v2) read-only: which column
-/// families it has and whether they hold rows. `Ok(None)` when there is no such folder. The
-/// RocksDB info log goes to a temporary folder, so nothing in the datadir changes.
-pub fn inspect_upstream_rocksdb(
-    path: &Path,
-) -> Result<Option<Vec<UpstreamColumnFamily>>, RocksError> {
-    if !path.join("CURRENT").exists() {
-        return Ok(None);
-    }
-    let open_err = |source| RocksError::Open {
-        path: path.to_path_buf(),
-        source,
-    };
-    let log_dir = std::env::temp_dir().join(format!("reth-hybrid-inspect-{}", std::process::id()));
-    let mut opts = Options::default();
-    opts.set_db_log_dir(&log_dir);
-    let names = DB::list_cf(&opts, path).map_err(open_err)?;
-    let db = DB::open_cf_for_read_only(&opts, path, &names, false).map_err(open_err)?;
-    let mut out = Vec::new();
-    for name in names {
-        let Some(cf) = db.cf_handle(&name) else {
-            continue;
-        };
-        let has_rows = db
-            .iterator_cf(cf, IteratorMode::From(&[], Direction::Forward))
-            .next()
-            .transpose()
-            .map_err(open_err)?
-            .is_some();
-        let size = column_family_size(&db, cf);
-        out.push(UpstreamColumnFamily {
-            name,
-            has_rows,
-            estimated_rows: size.estimated_rows,
-            sst_bytes: size.sst_bytes,
-            unflushed_bytes: size.memtable_bytes,
-        });
-    }
-    drop(db);
-    let _ = std::fs::remove_dir_all(&log_dir);
-    Ok(Some(out))
 }
 
 /// Whether the RocksDB at `path` exists with a column family for every table. A process killed

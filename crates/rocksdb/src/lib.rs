@@ -15,12 +15,10 @@ mod export;
 mod options;
 mod spill;
 mod tx;
+mod upstream;
 mod view;
 
-pub use bulk::{
-    SstFile, SstSink, TableSize, TableSstFile, UpstreamColumnFamily, inspect_upstream_rocksdb,
-    is_initialized,
-};
+pub use bulk::{SstFile, SstSink, TableSize, TableSstFile, is_initialized};
 pub use env::{HYBRID_ROCKSDB_DIR, RocksEngine, open_engines, wait_for_engines_closed};
 pub use error::RocksError;
 pub use options::{
@@ -28,3 +26,6 @@ pub use options::{
     default_block_cache_bytes,
 };
 pub use tx::{RocksCursor, RocksStore, RocksTx, RocksTxMut};
+pub use upstream::{
+    UpstreamColumnFamily, UpstreamRocksDb, clear_upstream_tables, inspect_upstream_rocksdb,
+};

@@ -719,3 +719,104 @@ fn an_upstream_rocksdb_reports_flushed_and_unflushed_bytes_apart() {
     );
     assert_eq!(family("AccountsHistory").unflushed_bytes, 0);
 }
+
+/// Adopting a v2 datadir reads reth's tables whole, resumes after the last row it copied, and
+/// then clears only those tables: reth keeps other families there (its block access lists).
+#[test]
+fn an_upstream_rocksdb_is_read_in_order_resumed_and_cleared_table_by_table() {
+    use reth_hybrid_rocksdb::{UpstreamRocksDb, clear_upstream_tables};
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("rocksdb");
+    let key = |i: u64| {
+        let mut k = B256::repeat_byte((i * 7 % 251) as u8).to_vec();
+        k.extend_from_slice(&i.to_be_bytes());
+        k
+    };
+    {
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let db = rocksdb::DB::open_cf(&opts, &path, ["TransactionHashNumbers", "OtherFamily"])
+            .expect("open upstream rocksdb");
+        let cf = db.cf_handle("TransactionHashNumbers").expect("cf");
+        for i in 0u64..500 {
+            db.put_cf(cf, key(i), i.to_be_bytes()).expect("put");
+        }
+        db.flush_cf(cf).expect("flush");
+        // A killed node: these rows are only in the WAL.
+        for i in 500u64..800 {
+            db.put_cf(cf, key(i), i.to_be_bytes()).expect("put");
+        }
+        let other = db.cf_handle("OtherFamily").expect("cf");
+        db.put_cf(other, b"kept", b"1").expect("put");
+    }
+    let mut expected: Vec<(Vec<u8>, Vec<u8>)> = (0u64..800)
+        .map(|i| (key(i), i.to_be_bytes().to_vec()))
+        .collect();
+    expected.sort();
+
+    let upstream = UpstreamRocksDb::open_read_only(&path)
+        .expect("open")
+        .expect("exists");
+    assert!(upstream.has_table(Tables::TransactionHashNumbers));
+    assert!(!upstream.has_table(Tables::AccountsHistory));
+    let read = |after: Option<&[u8]>, limit: usize| {
+        let mut rows = Vec::new();
+        upstream
+            .for_each_row::<reth_hybrid_rocksdb::RocksError>(
+                Tables::TransactionHashNumbers,
+                after,
+                |k, v| {
+                    rows.push((k.to_vec(), v.to_vec()));
+                    Ok(rows.len() < limit)
+                },
+            )
+            .expect("scan");
+        rows
+    };
+    assert_eq!(
+        read(None, usize::MAX),
+        expected,
+        "flushed and WAL rows, in key order"
+    );
+    let first = read(None, 100);
+    assert_eq!(first, expected[..100]);
+    let last_copied = first.last().expect("rows").0.clone();
+    assert_eq!(
+        read(Some(&last_copied), usize::MAX),
+        expected[100..],
+        "resumes after the key"
+    );
+    // A resume key that is not a row (a shorter prefix of the next one) starts at the next row.
+    let between = expected[100].0[..20].to_vec();
+    assert_eq!(read(Some(&between), 1), expected[100..101]);
+    let mut none = 0;
+    upstream
+        .for_each_row::<reth_hybrid_rocksdb::RocksError>(Tables::AccountsHistory, None, |_, _| {
+            none += 1;
+            Ok(true)
+        })
+        .expect("a missing family has no rows");
+    assert_eq!(none, 0);
+    drop(upstream);
+
+    for _ in 0..2 {
+        clear_upstream_tables(
+            &path,
+            &[Tables::TransactionHashNumbers, Tables::AccountsHistory],
+        )
+        .expect("clear (twice: idempotent)");
+        let families = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&path)
+            .expect("inspect")
+            .expect("exists");
+        let has_rows = |name: &str| {
+            families
+                .iter()
+                .find(|f| f.name == name)
+                .expect(name)
+                .has_rows
+        };
+        assert!(!has_rows("TransactionHashNumbers"));
+        assert!(has_rows("OtherFamily"), "other families are not touched");
+    }
+}
