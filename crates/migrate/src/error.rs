@@ -130,6 +130,26 @@ pub enum MigrateError {
         missing: u64,
         example: String,
     },
+    #[error("reading the static files' {what}")]
+    StaticFiles {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error(
+        "{datadir} is not a storage v2 datadir ({why}): there is nothing to adopt. A v1 datadir \
+         moves to the hybrid layout with `reth-hybrid migrate --datadir {datadir}`"
+    )]
+    NotStorageV2 { datadir: PathBuf, why: String },
+    #[error(
+        "{datadir} cannot be adopted: {why}. Nothing was changed; the datadir is still a working \
+         v2 datadir. {fix}"
+    )]
+    AdoptRefused {
+        datadir: PathBuf,
+        why: String,
+        fix: String,
+    },
     #[error("I/O error on {path}")]
     Io {
         path: PathBuf,

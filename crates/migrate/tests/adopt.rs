@@ -16,13 +16,38 @@ use reth_hybrid_mdbx::{MdbxEngine, MdbxOptions};
 use reth_hybrid_migrate::{
     MigrateError, NoProgress,
     adopt::{
+        ADOPT_STATE_FILE, adopt_to_v1,
         plain_state::{PlainRows, rebuild_plain_state},
+        static_files::{SourceError, V2StaticFiles},
         trie::{TrieRows, convert_tries},
         upstream_copy::{UPSTREAM_TABLES, copy_upstream_table},
     },
 };
 use reth_hybrid_rocksdb::UpstreamRocksDb;
 use std::path::Path;
+
+/// Equal rows, or a panic naming each table that differs, its row counts and first difference.
+fn assert_same_rows(actual: &Rows, expected: &Rows, what: &str) {
+    let mut diffs = Vec::new();
+    for (table, want) in expected {
+        let got = &actual[table];
+        if got != want {
+            let first = got
+                .iter()
+                .zip(want)
+                .position(|(a, b)| a != b)
+                .unwrap_or(got.len().min(want.len()));
+            diffs.push(format!(
+                "{table}: {} rows, expected {}; first difference at row {first}: got {:?}, expected {:?}",
+                got.len(),
+                want.len(),
+                got.get(first).map(|(k, v)| (hex::encode(k), hex::encode(v))),
+                want.get(first).map(|(k, v)| (hex::encode(k), hex::encode(v))),
+            ));
+        }
+    }
+    assert!(diffs.is_empty(), "{what}:\n{}", diffs.join("\n"));
+}
 
 fn open(datadir: &Path) -> MdbxEngine {
     MdbxEngine::open(datadir, MdbxOptions::read_write()).expect("mdbx")
@@ -287,4 +312,296 @@ fn reth_rocksdb_tables_are_copied_into_mdbx_resumed_and_compared() {
         ),
         "{err}"
     );
+}
+
+/// A v2 datadir's static files, from memory: the test's stand-in for reth's segments.
+#[derive(Default)]
+struct MemoryStaticFiles {
+    accounts: std::collections::BTreeMap<u64, Vec<reth_hybrid_api::models::AccountBeforeTx>>,
+    storage: std::collections::BTreeMap<u64, Vec<(Address, reth_hybrid_api::models::StorageEntry)>>,
+    senders: std::collections::BTreeMap<u64, Address>,
+    /// Fails reading this block's account changesets (an interrupted run).
+    fail_at: Option<u64>,
+    removed: std::sync::atomic::AtomicBool,
+}
+
+impl V2StaticFiles for MemoryStaticFiles {
+    fn account_changesets(
+        &self,
+        block: u64,
+    ) -> Result<Vec<reth_hybrid_api::models::AccountBeforeTx>, SourceError> {
+        if self.fail_at == Some(block) {
+            return Err("injected read failure".into());
+        }
+        Ok(self.accounts.get(&block).cloned().unwrap_or_default())
+    }
+    fn storage_changesets(
+        &self,
+        block: u64,
+    ) -> Result<Vec<(Address, reth_hybrid_api::models::StorageEntry)>, SourceError> {
+        Ok(self.storage.get(&block).cloned().unwrap_or_default())
+    }
+    fn senders(&self, first: u64, count: u64) -> Result<Vec<Address>, SourceError> {
+        Ok(self
+            .senders
+            .range(first..first + count)
+            .map(|(_, a)| *a)
+            .collect())
+    }
+    fn bytes(&self) -> u64 {
+        0
+    }
+    fn remove(&self) -> Result<(), SourceError> {
+        self.removed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A generated v1 datadir with tries (v1 keys), its rows, and its v2 twin in another folder:
+/// the three tables in a reth-style `rocksdb/`, changesets and senders in memory, no plain
+/// state, packed tries, storage_v2 = true.
+fn v1_and_v2_twin(
+    scale: u64,
+    seed: u64,
+) -> (
+    tempfile::TempDir,
+    Rows,
+    tempfile::TempDir,
+    MemoryStaticFiles,
+) {
+    use reth_hybrid_api::{
+        Database, DbCursorRO, DbTx, models::StorageSettings, tables, typed::TypedDatabase,
+    };
+    let v1 = generated(scale, seed);
+    let owner = keccak256([9u8]);
+    {
+        let engine = open(v1.path());
+        let tx = engine.begin_rw().expect("rw");
+        for (i, path) in paths().into_iter().enumerate() {
+            let node = vec![0x00, 0x03, 0x00, 0x00, 0x00, 0x00, i as u8];
+            tx.put(Tables::AccountsTrie, &StoredNibbles(path).encode(), &node)
+                .expect("put");
+            let value = [&StoredNibblesSubKey(path).encode()[..], &node].concat();
+            tx.put(Tables::StoragesTrie, owner.as_slice(), &value)
+                .expect("put");
+        }
+        tx.commit().expect("commit");
+    }
+    let expected = all_rows(v1.path());
+
+    let v2 = tempfile::tempdir().expect("tmp");
+    common::copy_tree(v1.path(), v2.path());
+    upstream_rocksdb(&v2.path().join("rocksdb"), &expected);
+    let mut files = MemoryStaticFiles::default();
+    let engine = open(v2.path());
+    {
+        let db = TypedDatabase::new(engine.clone());
+        let tx = db.tx().expect("ro");
+        for row in tx
+            .cursor_read::<tables::AccountChangeSets>()
+            .expect("c")
+            .walk(None)
+            .expect("walk")
+        {
+            let (block, entry) = row.expect("row");
+            files.accounts.entry(block).or_default().push(entry);
+        }
+        for row in tx
+            .cursor_read::<tables::StorageChangeSets>()
+            .expect("c")
+            .walk(None)
+            .expect("walk")
+        {
+            let (key, entry) = row.expect("row");
+            files
+                .storage
+                .entry(key.block_number())
+                .or_default()
+                .push((key.address(), entry));
+        }
+        for row in tx
+            .cursor_read::<tables::TransactionSenders>()
+            .expect("c")
+            .walk(None)
+            .expect("walk")
+        {
+            let (tx_num, sender) = row.expect("row");
+            files.senders.insert(tx_num, sender);
+        }
+    }
+    clear(&engine, &reth_hybrid_migrate::adopt::STAGED_TABLES);
+    clear(&engine, &[Tables::AccountsTrie, Tables::StoragesTrie]);
+    let tx = engine.begin_rw().expect("rw");
+    for (i, path) in paths().into_iter().enumerate() {
+        let node = vec![0x00, 0x03, 0x00, 0x00, 0x00, 0x00, i as u8];
+        tx.put(
+            Tables::AccountsTrie,
+            &PackedStoredNibbles(path).to_array(),
+            &node,
+        )
+        .expect("put");
+        let value = [&PackedStoredNibbles(path).to_array()[..], &node].concat();
+        tx.put(Tables::StoragesTrie, owner.as_slice(), &value)
+            .expect("put");
+    }
+    reth_hybrid_hybrid::control::put_bytes(
+        &tx,
+        reth_hybrid_api::models::STORAGE_SETTINGS_KEY,
+        StorageSettings { storage_v2: true }.to_json_bytes(),
+    )
+    .expect("put");
+    tx.commit().expect("commit");
+    (v1, expected, v2, files)
+}
+
+#[test]
+fn a_v2_datadir_adopted_equals_its_v1_twin_table_by_table_then_migrates() {
+    let (_v1, expected, v2, files) = v1_and_v2_twin(3, 5);
+    assert!(!expected[&Tables::AccountChangeSets].is_empty());
+    let report = adopt_to_v1(v2.path(), &files, &NoProgress).expect("adopt");
+    assert_eq!(report.head, 300);
+    assert_eq!(
+        report.tries,
+        TrieRows {
+            accounts_trie: 8,
+            storages_trie: 8
+        }
+    );
+    assert!(files.removed.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(!v2.path().join(ADOPT_STATE_FILE).exists());
+    assert_same_rows(
+        &all_rows(v2.path()),
+        &expected,
+        "every table, byte for byte",
+    );
+    let upstream = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&v2.path().join("rocksdb"))
+        .expect("inspect")
+        .expect("still there, for reth's other families");
+    assert!(
+        upstream.iter().all(|f| !f.has_rows),
+        "reth's copies are cleared"
+    );
+
+    // Now a stock v1 datadir: the usual migration takes it to the hybrid layout.
+    reth_hybrid_migrate::migrate(
+        v2.path(),
+        &reth_hybrid_migrate::MigrateRequest::new(reth_hybrid_api::EngineKind::RocksDb),
+        &NoProgress,
+    )
+    .expect("migrate");
+    assert_eq!(all_rows(v2.path()), expected);
+    assert!(
+        common::counts(v2.path(), Tables::AccountsHistory).1 > 0,
+        "in hybrid-rocksdb"
+    );
+}
+
+#[test]
+fn an_interrupted_adoption_resumes_and_restarts_when_the_v2_node_ran_in_between() {
+    let (_v1, expected, v2, mut files) = v1_and_v2_twin(2, 8);
+    files.fail_at = Some(150);
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("interrupted");
+    assert!(err.to_string().contains("block 150"), "{err}");
+    assert!(v2.path().join(ADOPT_STATE_FILE).exists());
+    {
+        let engine = open(v2.path());
+        let tx = engine.begin_ro().expect("ro");
+        // reth's RocksDB tables come first; the failure was in the static files' first commit.
+        assert!(
+            tx.entries(Tables::TransactionHashNumbers).expect("n") > 0,
+            "part was copied"
+        );
+        assert_eq!(tx.entries(Tables::AccountChangeSets).expect("n"), 0);
+        assert_eq!(tx.entries(Tables::PlainAccountState).expect("n"), 0);
+    }
+
+    // Resumed as it was.
+    files.fail_at = None;
+    adopt_to_v1(v2.path(), &files, &NoProgress).expect("resume");
+    assert_same_rows(&all_rows(v2.path()), &expected, "resumed");
+
+    // Interrupted again on a fresh twin, then a v2 node moved a checkpoint: staged anew.
+    let (_v1, expected, v2, mut files) = v1_and_v2_twin(2, 8);
+    files.fail_at = Some(150);
+    adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("interrupted");
+    {
+        let engine = open(v2.path());
+        let tx = engine.begin_rw().expect("rw");
+        tx.put(Tables::StageCheckpoints, b"SomeStage", &[0x01, 0x00])
+            .expect("put");
+        tx.put(
+            Tables::AccountChangeSets,
+            &u64::MAX.to_be_bytes(),
+            &[0u8; 20],
+        )
+        .expect("stale row");
+        tx.commit().expect("commit");
+    }
+    files.fail_at = None;
+    adopt_to_v1(v2.path(), &files, &NoProgress).expect("restart");
+    let mut adopted = all_rows(v2.path());
+    adopted
+        .get_mut(&Tables::StageCheckpoints)
+        .expect("table")
+        .retain(|(k, _)| k != b"SomeStage");
+    assert_same_rows(&adopted, &expected, "the stale row went with the restart");
+}
+
+#[test]
+fn adoption_refusals_change_nothing() {
+    // A pruned node.
+    let (_v1, _, v2, files) = v1_and_v2_twin(1, 2);
+    {
+        let engine = open(v2.path());
+        let tx = engine.begin_rw().expect("rw");
+        // PruneSegment::AccountHistory is byte 4; the checkpoint's bytes do not matter here.
+        tx.put(Tables::PruneCheckpoints, &[4], &[0x00])
+            .expect("put");
+        tx.commit().expect("commit");
+    }
+    let before = common::files(v2.path());
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("pruned");
+    assert!(err.to_string().contains("AccountHistory"), "{err}");
+    assert!(err.to_string().contains("--storage.v2=false"), "{err}");
+    assert_eq!(common::files(v2.path()), before);
+
+    // A v1 datadir.
+    let v1 = generated(1, 2);
+    let before = common::files(v1.path());
+    let err = adopt_to_v1(v1.path(), &files, &NoProgress).expect_err("v1");
+    assert!(matches!(err, MigrateError::NotStorageV2 { .. }), "{err}");
+    assert!(err.to_string().contains("reth-hybrid migrate"), "{err}");
+    assert_eq!(common::files(v1.path()), before);
+
+    // Rows where v2 keeps none.
+    let (_v1, _, v2, files) = v1_and_v2_twin(1, 3);
+    put_rows(
+        &open(v2.path()),
+        Tables::PlainAccountState,
+        &[(vec![1; 20], vec![0])],
+    );
+    let before = common::files(v2.path());
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("not empty");
+    assert!(err.to_string().contains("PlainAccountState"), "{err}");
+    assert_eq!(common::files(v2.path()), before);
+
+    // An unknown column family with rows in reth's RocksDB.
+    let (_v1, _, v2, files) = v1_and_v2_twin(1, 4);
+    {
+        let mut opts = rocksdb::Options::default();
+        opts.create_missing_column_families(true);
+        let path = v2.path().join("rocksdb");
+        let mut names = rocksdb::DB::list_cf(&opts, &path).expect("list");
+        names.push("SomethingNew".into());
+        let db = rocksdb::DB::open_cf(&opts, &path, &names).expect("open");
+        db.put_cf(db.cf_handle("SomethingNew").expect("cf"), b"k", b"v")
+            .expect("put");
+        db.flush_cf(db.cf_handle("SomethingNew").expect("cf"))
+            .expect("flush");
+    }
+    let before = common::files(v2.path());
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("unknown family");
+    assert!(err.to_string().contains("SomethingNew"), "{err}");
+    assert_eq!(common::files(v2.path()), before);
 }

@@ -12,5 +12,353 @@
 //!   transaction that also switches the storage settings to v1.
 
 pub mod plain_state;
+pub mod static_files;
 pub mod trie;
 pub mod upstream_copy;
+
+use crate::{
+    datadir::{Datadir, free_bytes, remove_durably, write_atomically},
+    digest::TableDigest,
+    error::{MigrateError, io},
+    progress::Progress,
+};
+use plain_state::{PlainRows, rebuild_plain_state};
+use reth_hybrid_api::{
+    DbTx, Tables,
+    models::{STORAGE_SETTINGS_KEY, StorageSettings},
+    raw::{RawCursor, RawEngine, RawTx, RawTxMut},
+    tables,
+    typed::TypedDatabase,
+};
+use reth_hybrid_hybrid::control::{get_bytes, put_bytes};
+use reth_hybrid_mdbx::{MdbxEngine, MdbxOptions};
+use reth_hybrid_rocksdb::{UpstreamRocksDb, clear_upstream_tables};
+use serde::{Deserialize, Serialize};
+use static_files::{StaticRows, V2StaticFiles, copy_static_files};
+use std::{path::Path, time::Instant};
+use trie::{TrieRows, convert_tries};
+use upstream_copy::{UPSTREAM_TABLES, copy_upstream_table};
+
+/// The adoption's record: which v2 datadir it started from. Its presence also tells a rerun
+/// that MDBX's staged tables are the adoption's own.
+pub const ADOPT_STATE_FILE: &str = "hybrid-adopt.json";
+
+/// The MDBX tables adoption fills, which a v2 datadir leaves empty.
+pub const STAGED_TABLES: [Tables; 8] = [
+    Tables::TransactionHashNumbers,
+    Tables::AccountsHistory,
+    Tables::StoragesHistory,
+    Tables::AccountChangeSets,
+    Tables::StorageChangeSets,
+    Tables::TransactionSenders,
+    Tables::PlainAccountState,
+    Tables::PlainStorageState,
+];
+
+/// reth v2.5.1's own column families besides the three tables: adoption leaves them as they are
+/// (reth keeps block access lists there in either layout).
+const RETH_OTHER_FAMILIES: [&str; 3] =
+    ["default", "BlockAccessLists", "BlockAccessListBlockNumbers"];
+
+/// Prune segments whose checkpoint means rows adoption needs are gone (history: the preimages
+/// of the hashed state; senders; tx hashes; bodies).
+const PRUNED_REFUSED: [&str; 5] = [
+    "AccountHistory",
+    "StorageHistory",
+    "SenderRecovery",
+    "TransactionLookup",
+    "Bodies",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct AdoptState {
+    version: u32,
+    /// Checksum of the stage and prune checkpoints when the adoption started: a v2 node run in
+    /// between changes them, and the staged rows are then stale.
+    source: String,
+}
+
+/// What an adoption did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AdoptReport {
+    pub head: u64,
+    pub upstream_rows: Vec<(Tables, u64)>,
+    pub static_rows: StaticRows,
+    pub plain: PlainRows,
+    pub tries: TrieRows,
+    /// The adoption had been interrupted after its switch to v1; this run only cleaned up.
+    pub resumed_after_switch: bool,
+    pub seconds: f64,
+}
+
+fn refused(dd: &Datadir, why: impl Into<String>, fix: impl Into<String>) -> MigrateError {
+    MigrateError::AdoptRefused {
+        datadir: dd.root.clone(),
+        why: why.into(),
+        fix: fix.into(),
+    }
+}
+
+fn is_v2<T: RawTx>(tx: &T) -> Result<bool, MigrateError> {
+    Ok(get_bytes(tx, STORAGE_SETTINGS_KEY)?
+        .is_some_and(|b| StorageSettings::from_json_bytes(&b).is_ok_and(|s| s.storage_v2)))
+}
+
+fn source_identity<T: RawTx>(tx: &T) -> Result<String, MigrateError> {
+    let mut digest = TableDigest::default();
+    for table in [Tables::StageCheckpoints, Tables::PruneCheckpoints] {
+        let mut cursor = tx.cursor(table)?;
+        let mut next = cursor.first()?;
+        while let Some((k, v)) = next {
+            digest.add(&[table.name().as_bytes(), &k].concat(), &v);
+            next = cursor.next()?;
+        }
+    }
+    Ok(format!("{}:{}", digest.rows, digest.sum_hex()))
+}
+
+fn read_state(dd: &Datadir) -> Result<Option<AdoptState>, MigrateError> {
+    let path = dd.root.join(ADOPT_STATE_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| MigrateError::UnreadableState {
+                    path,
+                    reason: e.to_string(),
+                })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(&path)(e)),
+    }
+}
+
+/// Turns the storage-v2 datadir at `datadir` into a stock v1 one: see the module's docs. A
+/// rerun after any interruption continues; until the switch the datadir stays a working v2
+/// datadir, and after it a working v1 one.
+pub fn adopt_to_v1(
+    datadir: &Path,
+    source: &dyn V2StaticFiles,
+    progress: &dyn Progress,
+) -> Result<AdoptReport, MigrateError> {
+    let started = Instant::now();
+    let dd = Datadir::new(datadir);
+    if !dd.mdbx_file().exists() {
+        return Err(refused(
+            &dd,
+            format!("{} does not exist", dd.mdbx_file().display()),
+            "Pass the datadir reth was started with (--datadir).",
+        ));
+    }
+    if dd.state_file().exists() || dd.has_rocksdb() {
+        return Err(refused(
+            &dd,
+            "it already has reth-hybrid's own RocksDB or a migration in progress",
+            "Finish or abandon that first (`reth-hybrid migrate`, see docs/migration.md).",
+        ));
+    }
+    reth_hybrid_hybrid::preflight::check_writable(datadir, &[datadir.join("db")])?;
+    // Every check reads through a read-only open, which refuses a datadir a running node holds;
+    // only then is it opened for writing.
+    let state = read_state(&dd)?;
+    let mut report = AdoptReport::default();
+    let (switched, restart) = {
+        let ro = crate::datadir::open_mdbx_read_only(datadir)?;
+        let tx = ro.begin_ro()?;
+        let switched = !is_v2(&tx)?;
+        if switched && state.is_none() {
+            return Err(MigrateError::NotStorageV2 {
+                datadir: dd.root.clone(),
+                why: "Metadata storage_settings says v1".into(),
+            });
+        }
+        let restart = if switched {
+            false
+        } else {
+            preflight(&dd, &tx, state.as_ref(), source)?
+        };
+        (switched, restart)
+    };
+    let mdbx = MdbxEngine::open(datadir, MdbxOptions::read_write())?;
+    if switched {
+        report.resumed_after_switch = true;
+    } else {
+        if restart {
+            // A v2 node ran since the adoption started: what was staged describes an older head.
+            tracing::warn!("the v2 datadir changed since the adoption started; staging it anew");
+            let rw = mdbx.begin_rw()?;
+            for table in STAGED_TABLES {
+                rw.clear(table)?;
+            }
+            rw.commit()?;
+        }
+        let db = TypedDatabase::new(mdbx.clone());
+        report.head = head(&db)?;
+        let upstream = UpstreamRocksDb::open_read_only(&dd.upstream_rocksdb())?
+            .ok_or_else(|| refused(&dd, "it has no rocksdb/ folder", "Is this reth's datadir?"))?;
+        for table in UPSTREAM_TABLES {
+            let digest = copy_upstream_table(&upstream, &mdbx, table, progress)?;
+            report.upstream_rows.push((table, digest.rows));
+        }
+        drop(upstream);
+        report.static_rows = copy_static_files(&db, source, report.head, progress)?;
+        report.plain = rebuild_plain_state(&mdbx, progress)?;
+        report.tries = switch_to_v1(&mdbx)?;
+    }
+    drop(mdbx);
+    // Cleanup: the datadir is v1 now, and reth v1 reads none of this.
+    clear_upstream_tables(&dd.upstream_rocksdb(), &UPSTREAM_TABLES)?;
+    source
+        .remove()
+        .map_err(|source| MigrateError::StaticFiles {
+            what: "segments' removal".into(),
+            source,
+        })?;
+    remove_durably(&dd.root.join(ADOPT_STATE_FILE))?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// The head the adopted datadir is at: the `Finish` stage's block.
+fn head(db: &TypedDatabase<MdbxEngine>) -> Result<u64, MigrateError> {
+    use reth_hybrid_api::Database;
+    let tx = db.tx()?;
+    Ok(tx
+        .get::<tables::StageCheckpoints>("Finish".to_string())?
+        .map_or(0, |c| c.block_number))
+}
+
+/// Before the first copy: the refusals, the free-space check and the state file, all on a
+/// read-only transaction. On a rerun: `Ok(true)` when the v2 datadir changed since the state was
+/// written (its staged rows are stale and must go).
+fn preflight(
+    dd: &Datadir,
+    tx: &reth_hybrid_mdbx::MdbxTx,
+    state: Option<&AdoptState>,
+    source: &dyn V2StaticFiles,
+) -> Result<bool, MigrateError> {
+    let identity = source_identity(tx)?;
+    let restart = match state {
+        Some(state) if state.source == identity => return Ok(false),
+        Some(_) => true,
+        None => false,
+    };
+    if !restart {
+        let mut pruned = Vec::new();
+        let mut cursor = tx.cursor(Tables::PruneCheckpoints)?;
+        let mut next = cursor.first()?;
+        while let Some((key, _)) = next {
+            let segment = key
+                .first()
+                .and_then(|b| prune_segment_name(*b))
+                .unwrap_or("unknown");
+            if PRUNED_REFUSED.contains(&segment) {
+                pruned.push(segment);
+            }
+            next = cursor.next()?;
+        }
+        if !pruned.is_empty() {
+            return Err(refused(
+                dd,
+                format!(
+                    "it is pruned ({} have prune checkpoints): the history that holds the \
+                     addresses and slots behind its hashed state is gone",
+                    pruned.join(", ")
+                ),
+                "Only archive v2 datadirs can be adopted; sync a new datadir with \
+                 `--storage.v2=false` and run `reth-hybrid migrate` on it.",
+            ));
+        }
+        for table in STAGED_TABLES {
+            if tx.entries(table)? > 0 {
+                return Err(refused(
+                    dd,
+                    format!("MDBX table {table} has rows, which a storage v2 datadir leaves empty"),
+                    "Check the datadir with reth (`reth db stats`); restore it from a backup if \
+                     another tool wrote into it.",
+                ));
+            }
+        }
+        let upstream = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&dd.upstream_rocksdb())?
+            .unwrap_or_default();
+        let mut upstream_bytes = 0;
+        for family in &upstream {
+            let known_table = UPSTREAM_TABLES.iter().any(|t| t.name() == family.name);
+            if known_table {
+                upstream_bytes += family.sst_bytes + family.unflushed_bytes;
+            } else if family.has_rows && !RETH_OTHER_FAMILIES.contains(&family.name.as_str()) {
+                return Err(refused(
+                    dd,
+                    format!(
+                        "reth's RocksDB has a column family `{}` with rows, which reth v2.5.1 \
+                         does not write",
+                        family.name
+                    ),
+                    "Adopt it with the reth version that wrote it, or report the family.",
+                ));
+            }
+        }
+        // MDBX rows take about twice the compressed SST bytes; the plain state about what the
+        // hashed state takes; the tries are rewritten in one transaction (old pages are freed
+        // at its commit) with keys up to twice as long.
+        let stat = |t: Tables| tx.table_stat(t).map(|s| s.bytes());
+        let needed = 2 * upstream_bytes
+            + source.bytes() * 3 / 2
+            + stat(Tables::HashedAccounts)?
+            + stat(Tables::HashedStorages)?
+            + 2 * (stat(Tables::AccountsTrie)? + stat(Tables::StoragesTrie)?)
+            + (256 << 20);
+        let available = free_bytes(&dd.root)?;
+        if needed > available {
+            return Err(MigrateError::DiskSpace {
+                path: dd.root.clone(),
+                needed,
+                available,
+            });
+        }
+    }
+    let state = AdoptState {
+        version: 1,
+        source: identity,
+    };
+    let bytes = serde_json::to_vec_pretty(&state).map_err(|e| MigrateError::UnreadableState {
+        path: dd.root.join(ADOPT_STATE_FILE),
+        reason: e.to_string(),
+    })?;
+    write_atomically(&dd.root.join(ADOPT_STATE_FILE), &bytes)?;
+    Ok(restart)
+}
+
+/// reth's `PruneSegment` byte, by name (only the ones adoption looks at need to be right).
+fn prune_segment_name(byte: u8) -> Option<&'static str> {
+    use reth_hybrid_api::{Decode, models::PruneSegment};
+    let segment = PruneSegment::decode(&[byte]).ok()?;
+    Some(match segment {
+        PruneSegment::SenderRecovery => "SenderRecovery",
+        PruneSegment::TransactionLookup => "TransactionLookup",
+        PruneSegment::Receipts => "Receipts",
+        PruneSegment::ContractLogs => "ContractLogs",
+        PruneSegment::AccountHistory => "AccountHistory",
+        PruneSegment::StorageHistory => "StorageHistory",
+        PruneSegment::Headers => "Headers",
+        PruneSegment::Transactions => "Transactions",
+        PruneSegment::MerkleChangeSets => "MerkleChangeSets",
+        PruneSegment::Bodies => "Bodies",
+    })
+}
+
+/// The switch, in one MDBX write transaction: the tries under v1's keys and the storage settings
+/// set to v1. Before its commit the datadir is v2 as it was; after it, v1.
+fn switch_to_v1(mdbx: &MdbxEngine) -> Result<TrieRows, MigrateError> {
+    let mut snapshot = mdbx.begin_ro()?;
+    snapshot.disable_long_read_safety();
+    let tx = mdbx.begin_rw()?;
+    let rows = convert_tries(&snapshot, &tx)?;
+    put_bytes(
+        &tx,
+        STORAGE_SETTINGS_KEY,
+        StorageSettings { storage_v2: false }.to_json_bytes(),
+    )?;
+    tx.commit()?;
+    Ok(rows)
+}

@@ -1,0 +1,144 @@
+//! What storage v2 keeps in static files and v1 in MDBX: account and storage changesets and
+//! transaction senders. Only reth reads static files, so the caller supplies them (the node
+//! binary's `db adopt-v2` through reth's static-file provider); this module writes them into
+//! MDBX's tables block by block, resumable, in whole blocks per commit.
+
+use crate::error::MigrateError;
+use alloy_primitives::Address;
+use reth_hybrid_api::{
+    Database, DbCursorRO, DbDupCursorRW, DbTx, DbTxMut,
+    models::{AccountBeforeTx, BlockNumberAddress, StorageEntry},
+    tables,
+    typed::TypedDatabase,
+};
+use reth_hybrid_mdbx::MdbxEngine;
+
+/// An error from the caller's static-file reader.
+pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A v2 datadir's static files, read by block. Rows come as reth stores them: a block's account
+/// changes sorted by address, its storage changes by address then slot, senders in transaction
+/// order.
+pub trait V2StaticFiles {
+    fn account_changesets(&self, block: u64) -> Result<Vec<AccountBeforeTx>, SourceError>;
+    fn storage_changesets(&self, block: u64) -> Result<Vec<(Address, StorageEntry)>, SourceError>;
+    /// The senders of transactions `first..first + count`.
+    fn senders(&self, first: u64, count: u64) -> Result<Vec<Address>, SourceError>;
+    /// Bytes the three segments take on disk, for the free-space estimate.
+    fn bytes(&self) -> u64;
+    /// Removes the three segments once MDBX holds them and the datadir is v1 (reth v1 ignores
+    /// them, but they hold disk and `db migrate-v2` refuses a datadir that has them).
+    fn remove(&self) -> Result<(), SourceError>;
+}
+
+/// Blocks per write transaction.
+const BLOCKS_PER_COMMIT: u64 = 1_000;
+
+/// Rows written by [`copy_static_files`] over the whole copy (earlier runs included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StaticRows {
+    pub account_changesets: u64,
+    pub storage_changesets: u64,
+    pub senders: u64,
+}
+
+fn source_err(what: &str, block: u64) -> impl FnOnce(SourceError) -> MigrateError + '_ {
+    move |source| MigrateError::StaticFiles {
+        what: format!("{what} of block {block}"),
+        source,
+    }
+}
+
+/// The first block not yet copied: after the highest block any of the three tables holds
+/// (whole blocks are committed together, so every block up to it is complete).
+fn resume_block(db: &TypedDatabase<MdbxEngine>) -> Result<u64, MigrateError> {
+    let tx = db.tx()?;
+    let accounts = tx
+        .cursor_read::<tables::AccountChangeSets>()?
+        .last()?
+        .map(|(b, _)| b);
+    let storage = tx
+        .cursor_read::<tables::StorageChangeSets>()?
+        .last()?
+        .map(|(k, _)| k.block_number());
+    let senders = match tx.cursor_read::<tables::TransactionSenders>()?.last()? {
+        Some((tx_num, _)) => tx
+            .cursor_read::<tables::TransactionBlocks>()?
+            .seek(tx_num)?
+            .map(|(_, block)| block),
+        None => None,
+    };
+    Ok([accounts, storage, senders]
+        .into_iter()
+        .flatten()
+        .max()
+        .map_or(0, |b| b.saturating_add(1)))
+}
+
+/// Copies changesets and senders of blocks `0..=tip` from `source` into MDBX.
+pub fn copy_static_files(
+    db: &TypedDatabase<MdbxEngine>,
+    source: &dyn V2StaticFiles,
+    tip: u64,
+    progress: &dyn crate::Progress,
+) -> Result<StaticRows, MigrateError> {
+    let mut block = resume_block(db)?;
+    progress.begin(
+        "changesets and senders from static files into MDBX",
+        Some(tip + 1),
+    );
+    progress.advance(block.min(tip + 1));
+    while block <= tip {
+        let last = (block + BLOCKS_PER_COMMIT - 1).min(tip);
+        let tx = db.tx_mut()?;
+        {
+            let mut accounts = tx.cursor_dup_write::<tables::AccountChangeSets>()?;
+            let mut storage = tx.cursor_dup_write::<tables::StorageChangeSets>()?;
+            for b in block..=last {
+                for entry in source
+                    .account_changesets(b)
+                    .map_err(source_err("account changesets", b))?
+                {
+                    accounts.append_dup(b, entry)?;
+                }
+                for (address, entry) in source
+                    .storage_changesets(b)
+                    .map_err(source_err("storage changesets", b))?
+                {
+                    storage.append_dup(BlockNumberAddress((b, address)), entry)?;
+                }
+                if let Some(body) = tx.get::<tables::BlockBodyIndices>(b)?
+                    && body.tx_count > 0
+                {
+                    let senders = source
+                        .senders(body.first_tx_num, body.tx_count)
+                        .map_err(source_err("senders", b))?;
+                    if senders.len() as u64 != body.tx_count {
+                        return Err(MigrateError::StaticFiles {
+                            what: format!("senders of block {b}"),
+                            source: format!(
+                                "{} senders for {} transactions",
+                                senders.len(),
+                                body.tx_count
+                            )
+                            .into(),
+                        });
+                    }
+                    for (i, sender) in senders.into_iter().enumerate() {
+                        tx.put::<tables::TransactionSenders>(body.first_tx_num + i as u64, sender)?;
+                    }
+                }
+            }
+        }
+        tx.commit()?;
+        progress.advance(last + 1 - block);
+        block = last + 1;
+    }
+    progress.end();
+    let tx = db.tx()?;
+    Ok(StaticRows {
+        account_changesets: tx.entries::<tables::AccountChangeSets>()? as u64,
+        storage_changesets: tx.entries::<tables::StorageChangeSets>()? as u64,
+        senders: tx.entries::<tables::TransactionSenders>()? as u64,
+    })
+}
