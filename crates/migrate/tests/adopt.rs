@@ -322,6 +322,8 @@ struct MemoryStaticFiles {
     senders: std::collections::BTreeMap<u64, Address>,
     /// Fails reading this block's account changesets (an interrupted run).
     fail_at: Option<u64>,
+    /// The last block of changesets the files hold.
+    end: Option<u64>,
     removed: std::sync::atomic::AtomicBool,
 }
 
@@ -347,6 +349,9 @@ impl V2StaticFiles for MemoryStaticFiles {
             .range(first..first + count)
             .map(|(_, a)| *a)
             .collect())
+    }
+    fn changesets_end(&self) -> Option<u64> {
+        self.end
     }
     fn bytes(&self) -> u64 {
         0
@@ -393,7 +398,10 @@ fn v1_and_v2_twin(
     let v2 = tempfile::tempdir().expect("tmp");
     common::copy_tree(v1.path(), v2.path());
     upstream_rocksdb(&v2.path().join("rocksdb"), &expected);
-    let mut files = MemoryStaticFiles::default();
+    let mut files = MemoryStaticFiles {
+        end: Some(100 * scale),
+        ..Default::default()
+    };
     let engine = open(v2.path());
     {
         let db = TypedDatabase::new(engine.clone());
@@ -564,6 +572,18 @@ fn adoption_refusals_change_nothing() {
     let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("pruned");
     assert!(err.to_string().contains("AccountHistory"), "{err}");
     assert!(err.to_string().contains("--storage.v2=false"), "{err}");
+    assert_eq!(common::files(v2.path()), before);
+
+    // Static files that end below the head (reth would unwind it).
+    let (_v1, _, v2, mut files) = v1_and_v2_twin(1, 2);
+    files.end = Some(99);
+    let before = common::files(v2.path());
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("files behind");
+    assert!(
+        err.to_string()
+            .contains("up to block 99, below its head 100"),
+        "{err}"
+    );
     assert_eq!(common::files(v2.path()), before);
 
     // A v1 datadir.

@@ -257,6 +257,29 @@ fn preflight(
             }
             next = cursor.next()?;
         }
+        let head = tx
+            .get(Tables::StageCheckpoints, b"Finish")?
+            .map(|v| {
+                use reth_hybrid_api::{Decompress, models::StageCheckpoint};
+                StageCheckpoint::decompress(&v)
+                    .map(|c| c.block_number)
+                    .map_err(|_| reth_hybrid_api::DatabaseError::decode())
+            })
+            .transpose()?
+            .unwrap_or(0);
+        if source.changesets_end().is_none_or(|end| end < head) {
+            return Err(refused(
+                dd,
+                format!(
+                    "its static files hold changesets up to block {}, below its head {head}: \
+                     reth's consistency check would unwind it",
+                    source
+                        .changesets_end()
+                        .map_or("none".to_string(), |b| b.to_string())
+                ),
+                "Start the v2 node once and stop it cleanly (it heals the datadir), then adopt.",
+            ));
+        }
         if !pruned.is_empty() {
             return Err(refused(
                 dd,

@@ -24,6 +24,9 @@ pub trait V2StaticFiles {
     fn storage_changesets(&self, block: u64) -> Result<Vec<(Address, StorageEntry)>, SourceError>;
     /// The senders of transactions `first..first + count`.
     fn senders(&self, first: u64, count: u64) -> Result<Vec<Address>, SourceError>;
+    /// The last block both changeset segments hold (`None`: no changesets at all). reth's
+    /// readers answer "no changes" for a block past the files, so adoption checks this first.
+    fn changesets_end(&self) -> Option<u64>;
     /// Bytes the three segments take on disk, for the free-space estimate.
     fn bytes(&self) -> u64;
     /// Removes the three segments once MDBX holds them and the datadir is v1 (reth v1 ignores
