@@ -8,12 +8,14 @@
 mod commit;
 pub mod control;
 pub mod crash;
+pub mod durable;
 pub mod error;
 pub mod fault;
 pub mod intent_log;
 pub mod layout;
 pub mod metrics;
 pub mod preflight;
+pub mod progress;
 pub mod recovery;
 mod router;
 #[cfg(feature = "test-suites")]

@@ -10,6 +10,7 @@ use reth_hybrid_api::{
 use reth_hybrid_hybrid::{
     HybridError, INTENT_LOG_FILE, Layout,
     control::{get_bytes, has_user_rows},
+    durable,
     intent_log::IntentLog,
     layout::{LAYOUT_KEY, MIGRATION_STATE_FILE},
     preflight::check_sequences,
@@ -17,11 +18,7 @@ use reth_hybrid_hybrid::{
 };
 use reth_hybrid_mdbx::{MdbxEngine, MdbxTx};
 use reth_hybrid_rocksdb::{HYBRID_ROCKSDB_DIR, RocksEngine, inspect_upstream_rocksdb};
-use std::{
-    fs::File,
-    io::Write,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 /// reth's own RocksDB folder (storage v2; reth creates it, empty, even in its v1 layout).
 pub const UPSTREAM_ROCKSDB_DIR: &str = "rocksdb";
@@ -185,46 +182,20 @@ pub fn open_mdbx_read_only(datadir: &Path) -> Result<MdbxEngine, MigrateError> {
 
 /// Bytes free for an unprivileged writer on the filesystem holding `path`.
 pub fn free_bytes(path: &Path) -> Result<u64, MigrateError> {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
-        MigrateError::Io {
-            path: path.to_path_buf(),
-            source: std::io::Error::other("path contains NUL"),
-        }
-    })?;
-    // SAFETY: statvfs only writes into the struct we pass; c is NUL-terminated.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(io(path)(std::io::Error::last_os_error()));
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+    durable::free_bytes(path).map_err(io(path))
 }
 
 /// Writes `bytes` to `path` so that after a crash the file holds either its old or its new
-/// content: temporary file, fsync, rename, fsync of the directory.
+/// content (see [`durable::write_atomically`]).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), MigrateError> {
-    let tmp = path.with_extension("tmp");
-    let mut f = File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(bytes).map_err(io(&tmp))?;
-    f.sync_all().map_err(io(&tmp))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    sync_parent(path)
+    durable::write_atomically(path, bytes).map_err(io(path))
 }
 
 /// Removes a file durably (no-op if absent).
 pub fn remove_durably(path: &Path) -> Result<(), MigrateError> {
-    match std::fs::remove_file(path) {
-        Ok(()) => sync_parent(path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io(path)(e)),
-    }
+    durable::remove_durably(path).map_err(io(path))
 }
 
 pub fn sync_parent(path: &Path) -> Result<(), MigrateError> {
-    if let Some(dir) = path.parent() {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(dir))?;
-    }
-    Ok(())
+    durable::sync_parent(path).map_err(io(path))
 }

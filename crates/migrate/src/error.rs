@@ -118,38 +118,6 @@ pub enum MigrateError {
          them, then retry"
     )]
     RecoveryPending { datadir: PathBuf },
-    #[error(
-        "{missing} rows of {table} have no preimage in the history indices (one: {example}): \
-         this storage v2 datadir's history is incomplete (a pruned node keeps only recent \
-         history), so its plain state cannot be rebuilt. Nothing was switched: the datadir is \
-         still a working v2 datadir. A pruned node cannot be adopted; sync a new datadir with \
-         `--storage.v2=false` and migrate that"
-    )]
-    MissingPreimages {
-        table: Tables,
-        missing: u64,
-        example: String,
-    },
-    #[error("reading the static files' {what}")]
-    StaticFiles {
-        what: String,
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    #[error(
-        "{datadir} is not a storage v2 datadir ({why}): there is nothing to adopt. A v1 datadir \
-         moves to the hybrid layout with `reth-hybrid migrate --datadir {datadir}`"
-    )]
-    NotStorageV2 { datadir: PathBuf, why: String },
-    #[error(
-        "{datadir} cannot be adopted: {why}. Nothing was changed; the datadir is still a working \
-         v2 datadir. {fix}"
-    )]
-    AdoptRefused {
-        datadir: PathBuf,
-        why: String,
-        fix: String,
-    },
     #[error("I/O error on {path}")]
     Io {
         path: PathBuf,

@@ -3,7 +3,6 @@
 //! generator. Built on the concrete engines: migration is MDBX <-> RocksDB by nature.
 
 pub mod abandon;
-pub mod adopt;
 mod copy_feed;
 pub mod crash;
 pub mod datadir;
@@ -15,7 +14,6 @@ pub mod generate;
 pub mod layout_set;
 pub mod migrate;
 pub mod plan;
-pub mod progress;
 pub mod state;
 pub mod stats;
 pub mod verify;
@@ -25,4 +23,4 @@ pub use error::MigrateError;
 pub use generate::{GenerateReport, GenerateSpec, generate, generate_with_progress};
 pub use migrate::{MigrateReport, TableReport, migrate};
 pub use plan::{MigrateRequest, Plan, TablePlan, plan};
-pub use progress::{NoProgress, Progress};
+pub use reth_hybrid_hybrid::progress::{self, NoProgress, Progress};

@@ -235,7 +235,7 @@ fn peak_rss(pid: libc::pid_t) -> Option<u64> {
 }
 
 /// A datadir's files, copied (the source is closed: no node runs on it).
-fn copy_dir(from: &Path, to: &Path) -> eyre::Result<()> {
+pub fn copy_dir(from: &Path, to: &Path) -> eyre::Result<()> {
     fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     for entry in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let entry = entry?;

@@ -12,9 +12,11 @@
 //! - `state-dump`: reth's `init-state` dump file from `db list --json` of the plain state tables.
 //! - `wait`: until a node answers RPC (and reaches a head); `scrape`: its Prometheus endpoint.
 //! - `clear-memory`: `stage drop tx-lookup` of millions of rows under a memory limit.
+//! - `adopt-check`: a v2 datadir adopted equals its v1 twin migrated, and answers as before.
 //! - `check`: two nodes on the same chain answer alike: every block hash, every canonical
 //!   transaction by hash, and sampled historical balances, nonces and storage slots.
 
+mod adopt_check;
 mod chain;
 mod check;
 mod clear_memory;
@@ -54,6 +56,8 @@ enum Command {
     StateDump(state_dump::Args),
     /// `stage drop tx-lookup` of a large tx-hash index under a memory limit.
     ClearMemory(clear_memory::Args),
+    /// One chain imported in v1 (then migrated) and in v2 (then adopted): equal tables, equal answers.
+    AdoptCheck(adopt_check::Args),
 }
 
 #[tokio::main]
@@ -70,5 +74,6 @@ async fn main() -> eyre::Result<()> {
         Command::Scrape(args) => node::scrape(args).await,
         Command::StateDump(args) => state_dump::run(args),
         Command::ClearMemory(args) => clear_memory::run(args),
+        Command::AdoptCheck(args) => adopt_check::run(args).await,
     }
 }

@@ -17,6 +17,17 @@ pub struct WaitArgs {
     timeout_secs: u64,
 }
 
+impl WaitArgs {
+    /// Until `rpc` answers, within the default timeout.
+    pub fn new(rpc: &str) -> Self {
+        Self {
+            rpc: rpc.to_string(),
+            min_head: 0,
+            timeout_secs: 180,
+        }
+    }
+}
+
 /// Waits for the node's RPC to answer (and its head to reach `--min-head`); prints the head.
 pub async fn wait(args: WaitArgs) -> eyre::Result<()> {
     let rpc = Rpc::new(&args.rpc)?;

@@ -106,6 +106,19 @@ pub struct SamplesArgs {
     out: PathBuf,
 }
 
+impl SamplesArgs {
+    pub fn new(rpc: &str, count: usize, trace_count: usize, out: &std::path::Path) -> Self {
+        Self {
+            rpc: rpc.to_string(),
+            count,
+            trace_count,
+            seed: 11,
+            token: None,
+            out: out.to_path_buf(),
+        }
+    }
+}
+
 /// Picks `count` calls of each point-read kind over blocks 1..=head: a random transaction's hash;
 /// the recipient of a random transfer, or a random token holder's slot, read at a random block at
 /// or after the one that wrote it (history, not the head's state); a token transfer of 0 from a
@@ -271,6 +284,17 @@ pub struct LatencyArgs {
     /// The result (JSON).
     #[arg(long)]
     out: PathBuf,
+}
+
+impl LatencyArgs {
+    pub fn new(rpc: &str, samples: &std::path::Path, label: &str, out: &std::path::Path) -> Self {
+        Self {
+            rpc: rpc.to_string(),
+            samples: samples.to_path_buf(),
+            label: label.to_string(),
+            out: out.to_path_buf(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]

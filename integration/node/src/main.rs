@@ -72,7 +72,7 @@ fn main() {
                  Available here: node, init, init-state, import, import-era, export-era, stage \
                  unwind|drop|run|dump, prune, re-execute, db stats|list|get|checksum|clear|copy|\
                  diff|repair-trie|stage-checkpoints|prune-checkpoints|settings|\
-                 static-file-header|account-storage|state|drop|path, p2p, dump-genesis, config"
+                 static-file-header|account-storage|state|drop|path|adopt-v2, p2p, dump-genesis, config"
             );
             std::process::exit(2);
         }

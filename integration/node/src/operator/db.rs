@@ -115,6 +115,9 @@ enum DbCommand {
     Copy(super::db_copy::CopyArgs),
     /// Every table against a second datadir (hybrid or stock MDBX), with reth's report files.
     Diff(super::db_diff::DiffArgs),
+    /// Turns a reth storage-v2 datadir into a hybrid one (or a stock v1 one) without a resync:
+    /// verified, resumable, and the v2 datadir stays usable until the switch.
+    AdoptV2(super::adopt::AdoptArgs),
     /// Returns the full database path.
     Path,
     /// reth's other `db` subcommands, refused with the reason.
@@ -241,7 +244,7 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
             "`db {}` is not available on a hybrid datadir: reth's implementation reads and \
              writes MDBX alone and would miss or orphan the RocksDB tables (AccountsHistory, \
              StoragesHistory, TransactionHashNumbers). Here: `db stats|list|get|checksum|clear|\
-             copy|diff|repair-trie|stage-checkpoints|prune-checkpoints|settings|\
+             copy|diff|adopt-v2|repair-trie|stage-checkpoints|prune-checkpoints|settings|\
              static-file-header|account-storage|state|drop|path`, or \
              `reth-hybrid stats|verify`; for the rest move the tables back with `reth-hybrid \
              migrate --datadir D --to mdbx` and use the stock build",
@@ -296,6 +299,10 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
     }
     if let DbCommand::Copy(copy) = args.command {
         return super::db_copy::run(copy, &args.env, &data_dir, runtime);
+    }
+    // Before the hybrid's environment, which refuses a v2 datadir.
+    if let DbCommand::AdoptV2(adopt) = args.command {
+        return super::adopt::run(adopt, &data_dir);
     }
     let access = match &args.command {
         DbCommand::Clear { .. } => Access::ReadWrite,
@@ -397,7 +404,11 @@ pub async fn run(args: DbArgs, runtime: reth_tasks::Runtime) -> eyre::Result<()>
             raw,
         }),
         DbCommand::Diff(diff) => super::db_diff::run(diff, &factory),
-        DbCommand::Path | DbCommand::Drop { .. } | DbCommand::Copy(_) | DbCommand::Other(_) => {
+        DbCommand::Path
+        | DbCommand::Drop { .. }
+        | DbCommand::Copy(_)
+        | DbCommand::AdoptV2(_)
+        | DbCommand::Other(_) => {
             unreachable!("answered above")
         }
     }

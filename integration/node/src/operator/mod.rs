@@ -5,6 +5,7 @@
 //!
 //! reth's commands that are not here are refused by `main` with the reason and a way out.
 
+mod adopt;
 mod db;
 mod db_copy;
 mod db_diff;

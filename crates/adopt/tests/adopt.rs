@@ -2,27 +2,25 @@
 //! datadir is the expected result, and its v2 form (tables moved to a reth-style RocksDB, plain
 //! state removed, tries packed) is what the pieces must turn back into it.
 
+#[path = "../../migrate/tests/common/mod.rs"]
 mod common;
 
 use alloy_primitives::{Address, keccak256};
 use alloy_trie::Nibbles;
 use common::{Rows, all_rows, generated};
+use reth_hybrid_adopt::{
+    ADOPT_STATE_FILE, AdoptError, MdbxOpener, NoProgress, OpenError,
+    plain_state::{PlainRows, rebuild_plain_state},
+    static_files::{SourceError, V2StaticFiles},
+    trie::{TrieRows, convert_tries},
+    upstream_copy::{UPSTREAM_TABLES, copy_upstream_table},
+};
 use reth_hybrid_api::{
     Encode, Tables,
     models::{PackedStoredNibbles, StoredNibbles, StoredNibblesSubKey},
     raw::{RawCursorMut, RawEngine, RawTx, RawTxMut},
 };
 use reth_hybrid_mdbx::{MdbxEngine, MdbxOptions};
-use reth_hybrid_migrate::{
-    MigrateError, NoProgress,
-    adopt::{
-        ADOPT_STATE_FILE, adopt_to_v1,
-        plain_state::{PlainRows, rebuild_plain_state},
-        static_files::{SourceError, V2StaticFiles},
-        trie::{TrieRows, convert_tries},
-        upstream_copy::{UPSTREAM_TABLES, copy_upstream_table},
-    },
-};
 use reth_hybrid_rocksdb::UpstreamRocksDb;
 use std::path::Path;
 
@@ -47,6 +45,30 @@ fn assert_same_rows(actual: &Rows, expected: &Rows, what: &str) {
         }
     }
     assert!(diffs.is_empty(), "{what}:\n{}", diffs.join("\n"));
+}
+
+/// reth-hybrid's own MDBX engine, as the tools open it.
+struct OurMdbx;
+
+impl MdbxOpener for OurMdbx {
+    type Engine = MdbxEngine;
+    fn read_only(&self, datadir: &Path) -> Result<MdbxEngine, OpenError> {
+        Ok(MdbxEngine::open_read_only(datadir)?)
+    }
+    fn read_write(&self, datadir: &Path) -> Result<MdbxEngine, OpenError> {
+        Ok(MdbxEngine::open(datadir, MdbxOptions::read_write())?)
+    }
+    fn table_bytes(&self, engine: &MdbxEngine, table: Tables) -> Result<u64, OpenError> {
+        Ok(engine.begin_ro()?.table_stat(table)?.bytes())
+    }
+}
+
+fn adopt_to_v1(
+    datadir: &Path,
+    source: &dyn V2StaticFiles,
+    progress: &dyn reth_hybrid_adopt::Progress,
+) -> Result<reth_hybrid_adopt::AdoptReport, AdoptError> {
+    reth_hybrid_adopt::adopt_to_v1(datadir, &OurMdbx, source, progress)
 }
 
 fn open(datadir: &Path) -> MdbxEngine {
@@ -132,7 +154,7 @@ fn a_hashed_account_or_slot_without_history_is_refused_by_name() {
     );
 
     let err = rebuild_plain_state(&engine, &NoProgress).expect_err("a hole is refused");
-    let MigrateError::MissingPreimages {
+    let AdoptError::MissingPreimages {
         table,
         missing,
         example,
@@ -152,7 +174,7 @@ fn a_hashed_account_or_slot_without_history_is_refused_by_name() {
     );
     clear(&engine, &[Tables::PlainAccountState]);
     let err = rebuild_plain_state(&engine, &NoProgress).expect_err("the slot's hole");
-    let MigrateError::MissingPreimages { table, example, .. } = &err else {
+    let AdoptError::MissingPreimages { table, example, .. } = &err else {
         panic!("wrong error: {err}");
     };
     assert_eq!(*table, Tables::HashedStorages);
@@ -287,8 +309,8 @@ fn reth_rocksdb_tables_are_copied_into_mdbx_resumed_and_compared() {
         .expect("open")
         .expect("exists");
     for table in UPSTREAM_TABLES {
-        let digest = copy_upstream_table(&upstream, &engine, table, &NoProgress).expect("copy");
-        assert_eq!(digest.rows, expected[&table].len() as u64, "{table}");
+        let rows = copy_upstream_table(&upstream, &engine, table, &NoProgress).expect("copy");
+        assert_eq!(rows, expected[&table].len() as u64, "{table}");
     }
     drop(engine);
     assert_eq!(all_rows(dir.path()), expected);
@@ -305,7 +327,7 @@ fn reth_rocksdb_tables_are_copied_into_mdbx_resumed_and_compared() {
     assert!(
         matches!(
             err,
-            MigrateError::VerifyFailed {
+            AdoptError::CopyMismatch {
                 table: Tables::AccountsHistory,
                 ..
             }
@@ -438,7 +460,7 @@ fn v1_and_v2_twin(
             files.senders.insert(tx_num, sender);
         }
     }
-    clear(&engine, &reth_hybrid_migrate::adopt::STAGED_TABLES);
+    clear(&engine, &reth_hybrid_adopt::STAGED_TABLES);
     clear(&engine, &[Tables::AccountsTrie, Tables::StoragesTrie]);
     let tx = engine.begin_rw().expect("rw");
     for (i, path) in paths().into_iter().enumerate() {
@@ -590,7 +612,7 @@ fn adoption_refusals_change_nothing() {
     let v1 = generated(1, 2);
     let before = common::files(v1.path());
     let err = adopt_to_v1(v1.path(), &files, &NoProgress).expect_err("v1");
-    assert!(matches!(err, MigrateError::NotStorageV2 { .. }), "{err}");
+    assert!(matches!(err, AdoptError::NotStorageV2 { .. }), "{err}");
     assert!(err.to_string().contains("reth-hybrid migrate"), "{err}");
     assert_eq!(common::files(v1.path()), before);
 

@@ -4,7 +4,7 @@
 //! [`ROWS_PER_COMMIT`] rows; a run resumes after the last row MDBX holds. The copy is then read
 //! back from both sides and compared (rows and an order-independent checksum).
 
-use crate::{digest::TableDigest, error::MigrateError};
+use crate::error::AdoptError;
 use reth_hybrid_api::{
     Tables,
     raw::{RawCursor, RawCursorMut, RawEngine, RawTx, RawTxMut},
@@ -21,13 +21,13 @@ pub const UPSTREAM_TABLES: [Tables; 3] = [
 const ROWS_PER_COMMIT: u64 = 200_000;
 
 /// Copies `table` from reth's RocksDB into `mdbx`, resuming after MDBX's last row, then checks
-/// both sides hold the same rows. Returns the table's digest.
+/// both sides hold the same rows, row by row. Returns the table's rows.
 pub fn copy_upstream_table<E: RawEngine>(
     upstream: &UpstreamRocksDb,
     mdbx: &E,
     table: Tables,
     progress: &dyn crate::Progress,
-) -> Result<TableDigest, MigrateError> {
+) -> Result<u64, AdoptError> {
     progress.begin(&format!("{table} from reth's RocksDB into MDBX"), None);
     let mut after = mdbx.begin_ro()?.cursor(table)?.last()?.map(|(k, _)| k);
     loop {
@@ -35,7 +35,7 @@ pub fn copy_upstream_table<E: RawEngine>(
         let mut cursor = tx.cursor_mut(table)?;
         let mut rows = 0u64;
         let mut last = None;
-        upstream.for_each_row::<MigrateError>(table, after.as_deref(), |key, value| {
+        upstream.for_each_row::<AdoptError>(table, after.as_deref(), |key, value| {
             cursor.append(key, value)?;
             rows += 1;
             if rows == ROWS_PER_COMMIT {
@@ -56,33 +56,44 @@ pub fn copy_upstream_table<E: RawEngine>(
     compare(upstream, mdbx, table)
 }
 
-/// Both sides' rows and checksum; a difference fails, naming both.
+/// Both sides in key order, row by row; the first difference (or a count mismatch) fails.
 fn compare<E: RawEngine>(
     upstream: &UpstreamRocksDb,
     mdbx: &E,
     table: Tables,
-) -> Result<TableDigest, MigrateError> {
-    let mut source = TableDigest::default();
-    upstream.for_each_row::<MigrateError>(table, None, |k, v| {
-        source.add(k, v);
-        Ok(true)
-    })?;
-    let mut target = TableDigest::default();
+) -> Result<u64, AdoptError> {
     let tx = mdbx.begin_ro()?;
     let mut cursor = tx.cursor(table)?;
     let mut next = cursor.first()?;
-    while let Some((k, v)) = next {
-        target.add(&k, &v);
+    let (mut source_rows, mut target_rows, mut differ) = (0u64, 0u64, None);
+    upstream.for_each_row::<AdoptError>(table, None, |k, v| {
+        source_rows += 1;
+        match &next {
+            Some((mk, mv)) if mk.as_slice() == k && mv.as_slice() == v => {}
+            other => {
+                differ.get_or_insert_with(|| {
+                    other.as_ref().map_or_else(Vec::new, |(mk, _)| mk.clone())
+                });
+            }
+        }
+        if next.is_some() {
+            target_rows += 1;
+            next = cursor.next()?;
+        }
+        Ok(true)
+    })?;
+    while next.is_some() {
+        target_rows += 1;
+        differ.get_or_insert_with(Vec::new);
         next = cursor.next()?;
     }
-    if source != target {
-        return Err(MigrateError::VerifyFailed {
+    match differ {
+        None => Ok(source_rows),
+        Some(key) => Err(AdoptError::CopyMismatch {
             table,
-            source_rows: source.rows,
-            source_sum: source.sum_hex(),
-            target_rows: target.rows,
-            target_sum: target.sum_hex(),
-        });
+            source_rows,
+            target_rows,
+            first_difference: hex::encode(key),
+        }),
     }
-    Ok(source)
 }

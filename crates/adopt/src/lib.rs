@@ -16,12 +16,13 @@ pub mod static_files;
 pub mod trie;
 pub mod upstream_copy;
 
-use crate::{
-    datadir::{Datadir, free_bytes, remove_durably, write_atomically},
-    digest::TableDigest,
-    error::{MigrateError, io},
-    progress::Progress,
-};
+pub mod error;
+
+pub use error::AdoptError;
+pub use reth_hybrid_hybrid::progress::{NoProgress, Progress};
+
+use alloy_primitives::keccak256;
+use error::io;
 use plain_state::{PlainRows, rebuild_plain_state};
 use reth_hybrid_api::{
     DbTx, Tables,
@@ -30,12 +31,18 @@ use reth_hybrid_api::{
     tables,
     typed::TypedDatabase,
 };
-use reth_hybrid_hybrid::control::{get_bytes, put_bytes};
-use reth_hybrid_mdbx::{MdbxEngine, MdbxOptions};
-use reth_hybrid_rocksdb::{UpstreamRocksDb, clear_upstream_tables};
+use reth_hybrid_hybrid::{
+    control::{get_bytes, put_bytes},
+    durable::{free_bytes, remove_durably, write_atomically},
+    layout::MIGRATION_STATE_FILE,
+};
+use reth_hybrid_rocksdb::{HYBRID_ROCKSDB_DIR, UpstreamRocksDb, clear_upstream_tables};
 use serde::{Deserialize, Serialize};
 use static_files::{StaticRows, V2StaticFiles, copy_static_files};
-use std::{path::Path, time::Instant};
+use std::{
+    path::{Path, PathBuf},
+    time::Instant,
+};
 use trie::{TrieRows, convert_tries};
 use upstream_copy::{UPSTREAM_TABLES, copy_upstream_table};
 
@@ -54,6 +61,43 @@ pub const STAGED_TABLES: [Tables; 8] = [
     Tables::PlainAccountState,
     Tables::PlainStorageState,
 ];
+
+/// An error from the caller's MDBX opener.
+pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How adoption opens the datadir's MDBX: reth-hybrid's own engine in the tools and tests,
+/// reth's inside the node binary (where a second libmdbx would clash). Both take reth's storage
+/// lock; a read-only open refuses a datadir a live process holds.
+pub trait MdbxOpener {
+    type Engine: RawEngine + Clone;
+    fn read_only(&self, datadir: &Path) -> Result<Self::Engine, OpenError>;
+    fn read_write(&self, datadir: &Path) -> Result<Self::Engine, OpenError>;
+    /// Bytes the table's pages take, for the free-space estimate.
+    fn table_bytes(&self, engine: &Self::Engine, table: Tables) -> Result<u64, OpenError>;
+}
+
+/// The paths adoption looks at.
+struct Datadir {
+    root: PathBuf,
+}
+
+impl Datadir {
+    fn mdbx_file(&self) -> PathBuf {
+        self.root.join("db").join("mdbx.dat")
+    }
+    fn upstream_rocksdb(&self) -> PathBuf {
+        self.root.join("rocksdb")
+    }
+    fn state_file(&self) -> PathBuf {
+        self.root.join(ADOPT_STATE_FILE)
+    }
+    /// reth-hybrid's own RocksDB or a migration in progress: this is not a v2 datadir as reth
+    /// left it.
+    fn has_hybrid_parts(&self) -> bool {
+        self.root.join(MIGRATION_STATE_FILE).exists()
+            || reth_hybrid_rocksdb::is_initialized(&self.root.join(HYBRID_ROCKSDB_DIR))
+    }
+}
 
 /// reth v2.5.1's own column families besides the three tables: adoption leaves them as they are
 /// (reth keeps block access lists there in either layout).
@@ -91,39 +135,49 @@ pub struct AdoptReport {
     pub seconds: f64,
 }
 
-fn refused(dd: &Datadir, why: impl Into<String>, fix: impl Into<String>) -> MigrateError {
-    MigrateError::AdoptRefused {
+fn open_err(dd: &Datadir) -> impl FnOnce(OpenError) -> AdoptError + '_ {
+    move |source| AdoptError::Open {
+        datadir: dd.root.clone(),
+        source,
+    }
+}
+
+fn refused(dd: &Datadir, why: impl Into<String>, fix: impl Into<String>) -> AdoptError {
+    AdoptError::Refused {
         datadir: dd.root.clone(),
         why: why.into(),
         fix: fix.into(),
     }
 }
 
-fn is_v2<T: RawTx>(tx: &T) -> Result<bool, MigrateError> {
+fn is_v2<T: RawTx>(tx: &T) -> Result<bool, AdoptError> {
     Ok(get_bytes(tx, STORAGE_SETTINGS_KEY)?
         .is_some_and(|b| StorageSettings::from_json_bytes(&b).is_ok_and(|s| s.storage_v2)))
 }
 
-fn source_identity<T: RawTx>(tx: &T) -> Result<String, MigrateError> {
-    let mut digest = TableDigest::default();
+fn source_identity<T: RawTx>(tx: &T) -> Result<String, AdoptError> {
+    let mut rows = Vec::new();
     for table in [Tables::StageCheckpoints, Tables::PruneCheckpoints] {
         let mut cursor = tx.cursor(table)?;
         let mut next = cursor.first()?;
         while let Some((k, v)) = next {
-            digest.add(&[table.name().as_bytes(), &k].concat(), &v);
+            for part in [table.name().as_bytes(), &k, &v] {
+                rows.extend_from_slice(&(part.len() as u64).to_be_bytes());
+                rows.extend_from_slice(part);
+            }
             next = cursor.next()?;
         }
     }
-    Ok(format!("{}:{}", digest.rows, digest.sum_hex()))
+    Ok(hex::encode(keccak256(&rows)))
 }
 
-fn read_state(dd: &Datadir) -> Result<Option<AdoptState>, MigrateError> {
-    let path = dd.root.join(ADOPT_STATE_FILE);
+fn read_state(dd: &Datadir) -> Result<Option<AdoptState>, AdoptError> {
+    let path = dd.state_file();
     match std::fs::read(&path) {
         Ok(bytes) => {
             serde_json::from_slice(&bytes)
                 .map(Some)
-                .map_err(|e| MigrateError::UnreadableState {
+                .map_err(|e| AdoptError::UnreadableState {
                     path,
                     reason: e.to_string(),
                 })
@@ -136,13 +190,16 @@ fn read_state(dd: &Datadir) -> Result<Option<AdoptState>, MigrateError> {
 /// Turns the storage-v2 datadir at `datadir` into a stock v1 one: see the module's docs. A
 /// rerun after any interruption continues; until the switch the datadir stays a working v2
 /// datadir, and after it a working v1 one.
-pub fn adopt_to_v1(
+pub fn adopt_to_v1<O: MdbxOpener>(
     datadir: &Path,
+    mdbx: &O,
     source: &dyn V2StaticFiles,
     progress: &dyn Progress,
-) -> Result<AdoptReport, MigrateError> {
+) -> Result<AdoptReport, AdoptError> {
     let started = Instant::now();
-    let dd = Datadir::new(datadir);
+    let dd = Datadir {
+        root: datadir.to_path_buf(),
+    };
     if !dd.mdbx_file().exists() {
         return Err(refused(
             &dd,
@@ -150,7 +207,7 @@ pub fn adopt_to_v1(
             "Pass the datadir reth was started with (--datadir).",
         ));
     }
-    if dd.state_file().exists() || dd.has_rocksdb() {
+    if dd.has_hybrid_parts() {
         return Err(refused(
             &dd,
             "it already has reth-hybrid's own RocksDB or a migration in progress",
@@ -163,11 +220,11 @@ pub fn adopt_to_v1(
     let state = read_state(&dd)?;
     let mut report = AdoptReport::default();
     let (switched, restart) = {
-        let ro = crate::datadir::open_mdbx_read_only(datadir)?;
+        let ro = mdbx.read_only(datadir).map_err(open_err(&dd))?;
         let tx = ro.begin_ro()?;
         let switched = !is_v2(&tx)?;
         if switched && state.is_none() {
-            return Err(MigrateError::NotStorageV2 {
+            return Err(AdoptError::NotStorageV2 {
                 datadir: dd.root.clone(),
                 why: "Metadata storage_settings says v1".into(),
             });
@@ -175,11 +232,11 @@ pub fn adopt_to_v1(
         let restart = if switched {
             false
         } else {
-            preflight(&dd, &tx, state.as_ref(), source)?
+            preflight(&dd, mdbx, &ro, &tx, state.as_ref(), source)?
         };
         (switched, restart)
     };
-    let mdbx = MdbxEngine::open(datadir, MdbxOptions::read_write())?;
+    let mdbx = mdbx.read_write(datadir).map_err(open_err(&dd))?;
     if switched {
         report.resumed_after_switch = true;
     } else {
@@ -197,8 +254,8 @@ pub fn adopt_to_v1(
         let upstream = UpstreamRocksDb::open_read_only(&dd.upstream_rocksdb())?
             .ok_or_else(|| refused(&dd, "it has no rocksdb/ folder", "Is this reth's datadir?"))?;
         for table in UPSTREAM_TABLES {
-            let digest = copy_upstream_table(&upstream, &mdbx, table, progress)?;
-            report.upstream_rows.push((table, digest.rows));
+            let rows = copy_upstream_table(&upstream, &mdbx, table, progress)?;
+            report.upstream_rows.push((table, rows));
         }
         drop(upstream);
         report.static_rows = copy_static_files(&db, source, report.head, progress)?;
@@ -208,19 +265,17 @@ pub fn adopt_to_v1(
     drop(mdbx);
     // Cleanup: the datadir is v1 now, and reth v1 reads none of this.
     clear_upstream_tables(&dd.upstream_rocksdb(), &UPSTREAM_TABLES)?;
-    source
-        .remove()
-        .map_err(|source| MigrateError::StaticFiles {
-            what: "segments' removal".into(),
-            source,
-        })?;
-    remove_durably(&dd.root.join(ADOPT_STATE_FILE))?;
+    source.remove().map_err(|source| AdoptError::StaticFiles {
+        what: "segments' removal".into(),
+        source,
+    })?;
+    remove_durably(&dd.state_file()).map_err(io(&dd.state_file()))?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
 /// The head the adopted datadir is at: the `Finish` stage's block.
-fn head(db: &TypedDatabase<MdbxEngine>) -> Result<u64, MigrateError> {
+fn head<E: RawEngine>(db: &TypedDatabase<E>) -> Result<u64, AdoptError> {
     use reth_hybrid_api::Database;
     let tx = db.tx()?;
     Ok(tx
@@ -231,12 +286,14 @@ fn head(db: &TypedDatabase<MdbxEngine>) -> Result<u64, MigrateError> {
 /// Before the first copy: the refusals, the free-space check and the state file, all on a
 /// read-only transaction. On a rerun: `Ok(true)` when the v2 datadir changed since the state was
 /// written (its staged rows are stale and must go).
-fn preflight(
+fn preflight<O: MdbxOpener>(
     dd: &Datadir,
-    tx: &reth_hybrid_mdbx::MdbxTx,
+    opener: &O,
+    engine: &O::Engine,
+    tx: &<O::Engine as RawEngine>::Tx,
     state: Option<&AdoptState>,
     source: &dyn V2StaticFiles,
-) -> Result<bool, MigrateError> {
+) -> Result<bool, AdoptError> {
     let identity = source_identity(tx)?;
     let restart = match state {
         Some(state) if state.source == identity => return Ok(false),
@@ -324,16 +381,16 @@ fn preflight(
         // MDBX rows take about twice the compressed SST bytes; the plain state about what the
         // hashed state takes; the tries are rewritten in one transaction (old pages are freed
         // at its commit) with keys up to twice as long.
-        let stat = |t: Tables| tx.table_stat(t).map(|s| s.bytes());
+        let stat = |t: Tables| opener.table_bytes(engine, t).map_err(open_err(dd));
         let needed = 2 * upstream_bytes
             + source.bytes() * 3 / 2
             + stat(Tables::HashedAccounts)?
             + stat(Tables::HashedStorages)?
             + 2 * (stat(Tables::AccountsTrie)? + stat(Tables::StoragesTrie)?)
             + (256 << 20);
-        let available = free_bytes(&dd.root)?;
+        let available = free_bytes(&dd.root).map_err(io(&dd.root))?;
         if needed > available {
-            return Err(MigrateError::DiskSpace {
+            return Err(AdoptError::DiskSpace {
                 path: dd.root.clone(),
                 needed,
                 available,
@@ -344,11 +401,11 @@ fn preflight(
         version: 1,
         source: identity,
     };
-    let bytes = serde_json::to_vec_pretty(&state).map_err(|e| MigrateError::UnreadableState {
-        path: dd.root.join(ADOPT_STATE_FILE),
+    let bytes = serde_json::to_vec_pretty(&state).map_err(|e| AdoptError::UnreadableState {
+        path: dd.state_file(),
         reason: e.to_string(),
     })?;
-    write_atomically(&dd.root.join(ADOPT_STATE_FILE), &bytes)?;
+    write_atomically(&dd.state_file(), &bytes).map_err(io(&dd.state_file()))?;
     Ok(restart)
 }
 
@@ -372,7 +429,7 @@ fn prune_segment_name(byte: u8) -> Option<&'static str> {
 
 /// The switch, in one MDBX write transaction: the tries under v1's keys and the storage settings
 /// set to v1. Before its commit the datadir is v2 as it was; after it, v1.
-fn switch_to_v1(mdbx: &MdbxEngine) -> Result<TrieRows, MigrateError> {
+fn switch_to_v1<E: RawEngine>(mdbx: &E) -> Result<TrieRows, AdoptError> {
     let mut snapshot = mdbx.begin_ro()?;
     snapshot.disable_long_read_safety();
     let tx = mdbx.begin_rw()?;

@@ -3,15 +3,15 @@
 //! binary's `db adopt-v2` through reth's static-file provider); this module writes them into
 //! MDBX's tables block by block, resumable, in whole blocks per commit.
 
-use crate::error::MigrateError;
+use crate::error::AdoptError;
 use alloy_primitives::Address;
 use reth_hybrid_api::{
     Database, DbCursorRO, DbDupCursorRW, DbTx, DbTxMut,
     models::{AccountBeforeTx, BlockNumberAddress, StorageEntry},
+    raw::RawEngine,
     tables,
     typed::TypedDatabase,
 };
-use reth_hybrid_mdbx::MdbxEngine;
 
 /// An error from the caller's static-file reader.
 pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
@@ -45,8 +45,8 @@ pub struct StaticRows {
     pub senders: u64,
 }
 
-fn source_err(what: &str, block: u64) -> impl FnOnce(SourceError) -> MigrateError + '_ {
-    move |source| MigrateError::StaticFiles {
+fn source_err(what: &str, block: u64) -> impl FnOnce(SourceError) -> AdoptError + '_ {
+    move |source| AdoptError::StaticFiles {
         what: format!("{what} of block {block}"),
         source,
     }
@@ -54,7 +54,7 @@ fn source_err(what: &str, block: u64) -> impl FnOnce(SourceError) -> MigrateErro
 
 /// The first block not yet copied: after the highest block any of the three tables holds
 /// (whole blocks are committed together, so every block up to it is complete).
-fn resume_block(db: &TypedDatabase<MdbxEngine>) -> Result<u64, MigrateError> {
+fn resume_block<E: RawEngine>(db: &TypedDatabase<E>) -> Result<u64, AdoptError> {
     let tx = db.tx()?;
     let accounts = tx
         .cursor_read::<tables::AccountChangeSets>()?
@@ -79,12 +79,12 @@ fn resume_block(db: &TypedDatabase<MdbxEngine>) -> Result<u64, MigrateError> {
 }
 
 /// Copies changesets and senders of blocks `0..=tip` from `source` into MDBX.
-pub fn copy_static_files(
-    db: &TypedDatabase<MdbxEngine>,
+pub fn copy_static_files<E: RawEngine>(
+    db: &TypedDatabase<E>,
     source: &dyn V2StaticFiles,
     tip: u64,
     progress: &dyn crate::Progress,
-) -> Result<StaticRows, MigrateError> {
+) -> Result<StaticRows, AdoptError> {
     let mut block = resume_block(db)?;
     progress.begin(
         "changesets and senders from static files into MDBX",
@@ -117,7 +117,7 @@ pub fn copy_static_files(
                         .senders(body.first_tx_num, body.tx_count)
                         .map_err(source_err("senders", b))?;
                     if senders.len() as u64 != body.tx_count {
-                        return Err(MigrateError::StaticFiles {
+                        return Err(AdoptError::StaticFiles {
                             what: format!("senders of block {b}"),
                             source: format!(
                                 "{} senders for {} transactions",

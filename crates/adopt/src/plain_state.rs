@@ -7,7 +7,7 @@
 //! Every hashed row must be found: a hashed account or slot without a preimage (a pruned node
 //! lost its history) is a refusal naming one, never a hole in the rebuilt state.
 
-use crate::error::MigrateError;
+use crate::error::AdoptError;
 use alloy_primitives::{B256, keccak256};
 use reth_hybrid_api::{
     Tables,
@@ -33,7 +33,7 @@ pub struct PlainRows {
 pub fn rebuild_plain_state<E: RawEngine>(
     engine: &E,
     progress: &dyn crate::Progress,
-) -> Result<PlainRows, MigrateError> {
+) -> Result<PlainRows, AdoptError> {
     progress.begin("plain accounts from the hashed state", None);
     let accounts = rebuild(engine, Kind::Accounts, progress)?;
     progress.end();
@@ -78,7 +78,7 @@ impl Kind {
 }
 
 /// The preimage (address, or address ‖ slot) of the last plain row committed.
-fn last_written<T: RawTx>(tx: &T, kind: Kind) -> Result<Option<Vec<u8>>, MigrateError> {
+fn last_written<T: RawTx>(tx: &T, kind: Kind) -> Result<Option<Vec<u8>>, AdoptError> {
     let Some((key, value)) = tx.cursor(kind.plain())?.last()? else {
         return Ok(None);
     };
@@ -95,7 +95,7 @@ fn plain_value<T: RawTx>(
     hashed: &mut T::Cursor,
     kind: Kind,
     preimage: &[u8],
-) -> Result<Option<Vec<u8>>, MigrateError> {
+) -> Result<Option<Vec<u8>>, AdoptError> {
     match kind {
         Kind::Accounts => Ok(tx.get(Tables::HashedAccounts, keccak256(preimage).as_slice())?),
         Kind::Storage => {
@@ -115,7 +115,7 @@ fn rebuild<E: RawEngine>(
     engine: &E,
     kind: Kind,
     progress: &dyn crate::Progress,
-) -> Result<u64, MigrateError> {
+) -> Result<u64, AdoptError> {
     let len = kind.preimage_len();
     let mut resume = last_written(&engine.begin_ro()?, kind)?;
     loop {
@@ -131,7 +131,7 @@ fn rebuild<E: RawEngine>(
         let mut written = 0;
         while let Some((key, _)) = next {
             if key.len() < len {
-                return Err(MigrateError::Database(
+                return Err(AdoptError::Database(
                     reth_hybrid_api::DatabaseError::decode(),
                 ));
             }
@@ -174,7 +174,7 @@ fn after_prefix(prefix: &[u8]) -> Vec<u8> {
 }
 
 /// Every hashed row has its plain twin; otherwise names one that has none.
-fn check_complete<E: RawEngine>(engine: &E, kind: Kind) -> Result<u64, MigrateError> {
+fn check_complete<E: RawEngine>(engine: &E, kind: Kind) -> Result<u64, AdoptError> {
     let tx = engine.begin_ro()?;
     let plain = tx.entries(kind.plain())? as u64;
     let hashed = tx.entries(kind.hashed())? as u64;
@@ -209,7 +209,7 @@ fn check_complete<E: RawEngine>(engine: &E, kind: Kind) -> Result<u64, MigrateEr
         }
         next = rows.next()?;
     }
-    Err(MigrateError::MissingPreimages {
+    Err(AdoptError::MissingPreimages {
         table: kind.hashed(),
         missing: hashed.saturating_sub(plain),
         example: example.unwrap_or_default(),

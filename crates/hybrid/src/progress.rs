@@ -1,4 +1,5 @@
-//! How long steps report progress; the CLI draws them as progress bars, tests ignore them.
+//! How long steps of the datadir tools (migrate, adopt) report progress; the CLI draws them as
+//! progress bars, the node logs them, tests ignore them.
 
 /// Receives the progress of long steps (copies, verifications, scans).
 pub trait Progress: Sync {

@@ -7,7 +7,7 @@
 //! rewrites both tables in the caller's write transaction: nothing is visible until that
 //! transaction commits, so an interruption leaves the packed tries as they were.
 
-use crate::error::MigrateError;
+use crate::error::AdoptError;
 use reth_hybrid_api::{
     DatabaseError, Encode, Tables,
     error::short_hex,
@@ -43,7 +43,7 @@ pub struct TrieRows {
 
 /// Rewrites both tries from `packed` (a snapshot holding v2's rows) into `tx` under v1's keys.
 /// A row that is not a packed path fails the whole conversion, naming the table and key.
-pub fn convert_tries<R: RawTx, W: RawTxMut>(packed: &R, tx: &W) -> Result<TrieRows, MigrateError> {
+pub fn convert_tries<R: RawTx, W: RawTxMut>(packed: &R, tx: &W) -> Result<TrieRows, AdoptError> {
     Ok(TrieRows {
         accounts_trie: convert_table(packed, tx, Tables::AccountsTrie)?,
         storages_trie: convert_table(packed, tx, Tables::StoragesTrie)?,
@@ -54,9 +54,9 @@ fn convert_table<R: RawTx, W: RawTxMut>(
     packed: &R,
     tx: &W,
     table: Tables,
-) -> Result<u64, MigrateError> {
+) -> Result<u64, AdoptError> {
     let malformed = |key: &[u8]| {
-        MigrateError::Database(DatabaseError::Decode {
+        AdoptError::Database(DatabaseError::Decode {
             table: table.name(),
             what: "storage v2 packed trie path",
             key: short_hex(key),

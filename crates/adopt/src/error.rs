@@ -1,0 +1,89 @@
+//! Adoption's errors. Each names the problem and the fix; refusals come before anything in the
+//! datadir changes.
+
+use reth_hybrid_api::{DatabaseError, Tables};
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError {
+    #[error(
+        "{datadir} is not a storage v2 datadir ({why}): there is nothing to adopt. A v1 datadir \
+         moves to the hybrid layout with `reth-hybrid migrate --datadir {datadir}`"
+    )]
+    NotStorageV2 { datadir: PathBuf, why: String },
+    #[error(
+        "{datadir} cannot be adopted: {why}. Nothing was changed; the datadir is still a working \
+         v2 datadir. {fix}"
+    )]
+    Refused {
+        datadir: PathBuf,
+        why: String,
+        fix: String,
+    },
+    #[error(
+        "not enough free disk space on {path}: adoption writes about {needed} bytes and \
+         {available} are free. Free space (or move the datadir) and run again; nothing was changed"
+    )]
+    DiskSpace {
+        path: PathBuf,
+        needed: u64,
+        available: u64,
+    },
+    #[error(
+        "{missing} rows of {table} have no preimage in the history indices (one: {example}): \
+         this storage v2 datadir's history is incomplete (a pruned node keeps only recent \
+         history), so its plain state cannot be rebuilt. Nothing was switched: the datadir is \
+         still a working v2 datadir. A pruned node cannot be adopted; sync a new datadir with \
+         `--storage.v2=false` and migrate that"
+    )]
+    MissingPreimages {
+        table: Tables,
+        missing: u64,
+        example: String,
+    },
+    #[error(
+        "the copy of {table} from reth's RocksDB does not match its source ({source_rows} rows \
+         there, {target_rows} in MDBX; first difference at key {first_difference}). Nothing was \
+         switched: the datadir is still a working v2 datadir. Report this; to retry, restore a \
+         backup or clear MDBX's {table} (`reth db clear mdbx {table}` with the stock build)"
+    )]
+    CopyMismatch {
+        table: Tables,
+        source_rows: u64,
+        target_rows: u64,
+        first_difference: String,
+    },
+    #[error("reading the static files' {what}")]
+    StaticFiles {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("opening MDBX at {datadir}")]
+    Open {
+        datadir: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("the adoption state {path} cannot be read ({reason}); nothing was changed")]
+    UnreadableState { path: PathBuf, reason: String },
+    #[error("I/O error on {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Rocks(#[from] reth_hybrid_rocksdb::RocksError),
+    #[error(transparent)]
+    Hybrid(#[from] reth_hybrid_hybrid::HybridError),
+    #[error(transparent)]
+    Database(#[from] DatabaseError),
+}
+
+pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> AdoptError + '_ {
+    move |source| AdoptError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}

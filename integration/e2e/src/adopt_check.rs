@@ -1,0 +1,241 @@
+//! `adopt-check` (scripts/operator-check, issue 35): the proof that adopting a storage-v2
+//! datadir gives what a v1 datadir migrated to the hybrid gives. One chain is imported twice by
+//! stock reth, with `--storage.v2=false` then `reth-hybrid migrate`, and in v2 (reth's default)
+//! then `db adopt-v2`. The two hybrid datadirs must hold the same rows in every table (`db diff`,
+//! which reads each through the hybrid), and the adopted node must answer RPC calls (tx by hash,
+//! historical balances and storage, a token call, traces of old blocks and transactions)
+//! exactly as the v2 node did before adoption.
+
+use crate::{
+    clear_memory::copy_dir,
+    rpc_bench::{LatencyArgs, SamplesArgs},
+};
+use eyre::{Context, ensure};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::Instant,
+};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The stock node binary (reth-hybrid-node-mdbx): imports in both layouts, serves v2.
+    #[arg(long)]
+    stock_node: PathBuf,
+    /// The hybrid node binary (reth-hybrid-node-hybrid): adopts, then serves the result.
+    #[arg(long)]
+    hybrid_node: PathBuf,
+    /// The `reth-hybrid` tool (migrates the v1 twin, and the adopted datadir).
+    #[arg(long)]
+    cli: PathBuf,
+    /// The chain as an RLP file (`reth import` reads it).
+    #[arg(long)]
+    blocks: PathBuf,
+    /// An empty or missing folder for the datadirs (removed after a pass).
+    #[arg(long)]
+    work: PathBuf,
+    /// The engine API's JWT secret file.
+    #[arg(long)]
+    jwt: PathBuf,
+    /// Ports from here on: HTTP, auth RPC, p2p.
+    #[arg(long)]
+    base_port: u16,
+    /// Calls of each point-read kind checked on the adopted node.
+    #[arg(long, default_value_t = 300)]
+    samples: usize,
+}
+
+/// Runs `binary command --chain dev --datadir D args` to completion, its output in `log`.
+fn run_to_end(
+    binary: &Path,
+    command: &str,
+    datadir: &Path,
+    args: &[&str],
+    log: &Path,
+) -> eyre::Result<()> {
+    let out = fs::File::create(log)?;
+    let status = Command::new(binary)
+        .arg(command)
+        .args(["--chain", "dev", "--color", "never", "--datadir"])
+        .arg(datadir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .status()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    ensure!(
+        status.success(),
+        "{} {command} {} failed ({status}); its log: {}",
+        binary.display(),
+        args.join(" "),
+        log.display()
+    );
+    Ok(())
+}
+
+/// A node serving RPC on a datadir, stopped (SIGTERM, then waited for) on drop.
+struct Node(Child);
+
+impl Node {
+    fn start(binary: &Path, datadir: &Path, args: &Args, log: &Path) -> eyre::Result<Self> {
+        let out = fs::File::create(log)?;
+        let port = |offset: u16| (args.base_port + offset).to_string();
+        let child = Command::new(binary)
+            .args(["node", "--chain", "dev", "--color", "never", "--datadir"])
+            .arg(datadir)
+            .args(["--http", "--http.api", "eth,debug", "--http.port", &port(0)])
+            .args(["--authrpc.port", &port(1), "--authrpc.jwtsecret"])
+            .arg(&args.jwt)
+            .args([
+                "--port",
+                &port(2),
+                "--disable-discovery",
+                "--no-persist-peers",
+            ])
+            .args(["--ipcdisable", "--log.file.max-files", "0"])
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        Ok(Self(child))
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child, not yet reaped.
+        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+pub async fn run(args: Args) -> eyre::Result<()> {
+    ensure!(
+        !args.work.exists() || fs::read_dir(&args.work)?.next().is_none(),
+        "{} is not empty: give an empty or missing folder",
+        args.work.display()
+    );
+    fs::create_dir_all(&args.work)?;
+    let (v1, v2, before) = (
+        args.work.join("v1"),
+        args.work.join("v2"),
+        args.work.join("v2-before"),
+    );
+    let log = |name: &str| args.work.join(format!("{name}.log"));
+    let blocks = args.blocks.to_string_lossy().into_owned();
+    run_to_end(
+        &args.stock_node,
+        "import",
+        &v1,
+        &["--storage.v2=false", &blocks],
+        &log("import-v1"),
+    )?;
+    run_to_end(
+        &args.stock_node,
+        "import",
+        &v2,
+        &[&blocks],
+        &log("import-v2"),
+    )?;
+    let upstream =
+        reth_hybrid_rocksdb::inspect_upstream_rocksdb(&v2.join("rocksdb"))?.unwrap_or_default();
+    ensure!(
+        upstream
+            .iter()
+            .any(|f| f.name == "AccountsHistory" && f.has_rows),
+        "the default import did not write a storage-v2 datadir (no AccountsHistory rows in \
+         {}/rocksdb)",
+        v2.display()
+    );
+    copy_dir(&v2, &before)?;
+
+    // What the v2 node answers, recorded before adoption.
+    let rpc = format!("http://127.0.0.1:{}", args.base_port);
+    let samples = args.work.join("samples.json");
+    {
+        let _node = Node::start(&args.stock_node, &before, &args, &log("node-v2"))?;
+        crate::node::wait(crate::node::WaitArgs::new(&rpc)).await?;
+        crate::rpc_bench::samples(SamplesArgs::new(&rpc, args.samples, 20, &samples)).await?;
+    }
+
+    let started = Instant::now();
+    let status = Command::new(&args.cli)
+        .args(["migrate", "--datadir"])
+        .arg(&v1)
+        .stdout(fs::File::create(log("migrate-v1"))?)
+        .status()?;
+    ensure!(
+        status.success(),
+        "reth-hybrid migrate of the v1 twin failed ({status})"
+    );
+    let migrate_secs = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let cli = args.cli.to_string_lossy().into_owned();
+    run_to_end(
+        &args.hybrid_node,
+        "db",
+        &v2,
+        &["adopt-v2", "--cli", &cli],
+        &log("adopt"),
+    )?;
+    let adopt_secs = started.elapsed().as_secs_f64();
+
+    // A read-only open needs a datadir the hybrid has opened read-write once (its intent log),
+    // as a node start does; `init` on an initialised datadir is such an open and changes no row.
+    run_to_end(&args.hybrid_node, "init", &v1, &[], &log("open-v1"))?;
+    run_to_end(&args.hybrid_node, "init", &v2, &[], &log("open-v2"))?;
+
+    // Every table, read through the hybrid on both sides. VersionHistory records when each
+    // datadir was opened, so it differs by nature.
+    let diff = args.work.join("diff");
+    run_to_end(
+        &args.hybrid_node,
+        "db",
+        &v1,
+        &[
+            "diff",
+            "--secondary-datadir",
+            &v2.to_string_lossy(),
+            "--output",
+            &diff.to_string_lossy(),
+        ],
+        &log("diff"),
+    )?;
+    let differing: Vec<String> = match fs::read_dir(&diff) {
+        Ok(entries) => entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "VersionHistory.txt")
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    ensure!(
+        differing.is_empty(),
+        "the adopted datadir differs from the migrated v1 twin in {differing:?} (reports in {})",
+        diff.display()
+    );
+
+    // The adopted node answers as the v2 node did (rpc-latency fails on any other answer).
+    {
+        let _node = Node::start(&args.hybrid_node, &v2, &args, &log("node-adopted"))?;
+        crate::node::wait(crate::node::WaitArgs::new(&rpc)).await?;
+        crate::rpc_bench::latency(LatencyArgs::new(
+            &rpc,
+            &samples,
+            "adopted",
+            &args.work.join("latency.json"),
+        ))
+        .await?;
+    }
+    println!(
+        "adopt-v2: the adopted datadir equals its v1 twin migrated to the hybrid in every table \
+         (db diff), and answers {} sampled RPC calls of each kind as the v2 node did; adopt \
+         {adopt_secs:.1}s, migrate of the twin {migrate_secs:.1}s",
+        args.samples
+    );
+    fs::remove_dir_all(&args.work).with_context(|| format!("removing {}", args.work.display()))?;
+    Ok(())
+}

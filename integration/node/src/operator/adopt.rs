@@ -1,0 +1,252 @@
+//! `db adopt-v2`: a reth storage-v2 datadir onto the hybrid without a resync. reth-hybrid-adopt
+//! does the work (docs/migration.md, "For storage v2 operators") on reth's own MDBX; this
+//! command supplies what only reth can read, the static files' changesets and senders, through
+//! reth's static-file provider. The result is a stock v1 datadir; with `--to hybrid` (the
+//! default) the `reth-hybrid` tool then migrates it, as any v1 datadir.
+
+use alloy_primitives::Address;
+use eyre::WrapErr;
+use reth_db::{Database, DatabaseEnv, mdbx::DatabaseArguments};
+use reth_hybrid_adapter::RethMdbx;
+use reth_hybrid_adopt::{
+    MdbxOpener, OpenError, Progress, adopt_to_v1,
+    static_files::{SourceError, V2StaticFiles},
+};
+use reth_hybrid_api::{Tables, models};
+use reth_node_core::dirs::{ChainPath, DataDirPath};
+use reth_provider::{
+    ChangeSetReader, StorageChangeSetReader, TransactionsProvider, providers::StaticFileProvider,
+};
+use reth_static_file_types::StaticFileSegment;
+use std::{
+    path::PathBuf,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+use tracing::info;
+
+/// Where adoption stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AdoptTarget {
+    /// The hybrid layout: history and tx hashes in hybrid-rocksdb (the default).
+    Hybrid,
+    /// A stock reth v1 datadir (every table in MDBX), for `reth node --storage.v2=false`.
+    V1,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AdoptArgs {
+    /// Where the datadir ends up.
+    #[arg(long, value_enum, default_value = "hybrid")]
+    to: AdoptTarget,
+    /// The `reth-hybrid` tool that migrates the adopted datadir (default: from PATH).
+    #[arg(long)]
+    cli: Option<PathBuf>,
+}
+
+const SEGMENTS: [StaticFileSegment; 3] = [
+    StaticFileSegment::AccountChangeSets,
+    StaticFileSegment::StorageChangeSets,
+    StaticFileSegment::TransactionSenders,
+];
+
+/// The node's primitives (the static files' row types).
+type N = <reth_node_ethereum::EthereumNode as reth_node_builder::NodeTypes>::Primitives;
+
+/// The v2 datadir's static files, through reth's provider.
+struct RethStaticFiles {
+    provider: StaticFileProvider<N>,
+    dir: PathBuf,
+}
+
+impl V2StaticFiles for RethStaticFiles {
+    fn account_changesets(&self, block: u64) -> Result<Vec<models::AccountBeforeTx>, SourceError> {
+        Ok(self
+            .provider
+            .account_block_changeset(block)?
+            .into_iter()
+            .map(|entry| models::AccountBeforeTx {
+                address: entry.address,
+                info: entry.info.map(|a| models::Account {
+                    nonce: a.nonce,
+                    balance: a.balance,
+                    bytecode_hash: a.bytecode_hash,
+                }),
+            })
+            .collect())
+    }
+
+    fn storage_changesets(
+        &self,
+        block: u64,
+    ) -> Result<Vec<(Address, models::StorageEntry)>, SourceError> {
+        Ok(self
+            .provider
+            .storage_changeset(block)?
+            .into_iter()
+            .map(|(key, entry)| {
+                (
+                    key.address(),
+                    models::StorageEntry {
+                        key: entry.key,
+                        value: entry.value,
+                    },
+                )
+            })
+            .collect())
+    }
+
+    fn senders(&self, first: u64, count: u64) -> Result<Vec<Address>, SourceError> {
+        Ok(self.provider.senders_by_tx_range(first..first + count)?)
+    }
+
+    fn changesets_end(&self) -> Option<u64> {
+        let end = |segment| self.provider.get_highest_static_file_block(segment);
+        match (
+            end(StaticFileSegment::AccountChangeSets),
+            end(StaticFileSegment::StorageChangeSets),
+        ) {
+            (Some(accounts), Some(storage)) => Some(accounts.min(storage)),
+            (accounts, storage) => accounts.or(storage),
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                SEGMENTS
+                    .iter()
+                    .any(|s| name.starts_with(&format!("static_file_{}_", s.as_str())))
+            })
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    fn remove(&self) -> Result<(), SourceError> {
+        let writable = StaticFileProvider::<N>::read_write(&self.dir)?;
+        let files = reth_db::static_file::iter_static_files(&self.dir)?;
+        for segment in SEGMENTS {
+            for (range, _) in files.get(segment).into_iter().flatten() {
+                writable.delete_jar(segment, range.start())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// reth's own MDBX, opened as reth's commands open it (with its storage lock when writing).
+struct RethOpener;
+
+impl MdbxOpener for RethOpener {
+    type Engine = RethMdbx;
+    fn read_only(&self, datadir: &std::path::Path) -> Result<RethMdbx, OpenError> {
+        let env = reth_db::open_db_read_only(datadir.join("db"), DatabaseArguments::default())?;
+        Ok(RethMdbx::new(std::sync::Arc::new(env))?)
+    }
+    fn read_write(&self, datadir: &std::path::Path) -> Result<RethMdbx, OpenError> {
+        let env: DatabaseEnv = reth_db::init_db(datadir.join("db"), DatabaseArguments::default())?;
+        Ok(RethMdbx::new(std::sync::Arc::new(env))?)
+    }
+    fn table_bytes(&self, engine: &RethMdbx, table: Tables) -> Result<u64, OpenError> {
+        let tx = engine.env().tx()?;
+        let dbi = tx.inner().open_db(Some(table.name()))?;
+        let stat = tx.inner().db_stat(dbi.dbi())?;
+        Ok(stat.page_size() as u64
+            * (stat.leaf_pages() + stat.branch_pages() + stat.overflow_pages()) as u64)
+    }
+}
+
+/// Logs each step and its rows every ten seconds (the node's logs are where operators look).
+#[derive(Default)]
+struct LogProgress {
+    step: Mutex<(String, Option<u64>, u64, Option<Instant>, Option<Instant>)>,
+}
+
+impl Progress for LogProgress {
+    fn begin(&self, step: &str, total: Option<u64>) {
+        let now = Instant::now();
+        *self.step.lock().expect("progress lock") =
+            (step.to_string(), total, 0, Some(now), Some(now));
+        info!(target: "reth::cli", step, ?total, "adopt: started");
+    }
+    fn advance(&self, rows: u64) {
+        let mut s = self.step.lock().expect("progress lock");
+        s.2 += rows;
+        if s.4.is_some_and(|t| t.elapsed() > Duration::from_secs(10)) {
+            s.4 = Some(Instant::now());
+            let rate = s.2 as f64 / s.3.map_or(1.0, |t| t.elapsed().as_secs_f64().max(1e-3));
+            info!(target: "reth::cli", step = %s.0, done = s.2, total = ?s.1, per_second = rate as u64, "adopt: progress");
+        }
+    }
+    fn end(&self) {
+        let s = self.step.lock().expect("progress lock");
+        let secs = s.3.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        info!(target: "reth::cli", step = %s.0, done = s.2, seconds = secs, "adopt: finished");
+    }
+}
+
+pub fn run(args: AdoptArgs, data_dir: &ChainPath<DataDirPath>) -> eyre::Result<()> {
+    let datadir = data_dir.data_dir();
+    let static_dir = data_dir.static_files();
+    let provider = StaticFileProvider::<N>::read_only(&static_dir)
+        .wrap_err_with(|| format!("opening the static files at {}", static_dir.display()))?;
+    let source = RethStaticFiles {
+        provider,
+        dir: static_dir,
+    };
+    let progress = LogProgress::default();
+    let adopted = adopt_to_v1(datadir, &RethOpener, &source, &progress)?;
+    info!(
+        target: "reth::cli",
+        head = adopted.head,
+        upstream_rows = ?adopted.upstream_rows,
+        changesets = adopted.static_rows.account_changesets + adopted.static_rows.storage_changesets,
+        senders = adopted.static_rows.senders,
+        plain_accounts = adopted.plain.accounts,
+        plain_slots = adopted.plain.storage,
+        seconds = adopted.seconds,
+        "adopted: a stock v1 datadir now"
+    );
+    if args.to == AdoptTarget::Hybrid {
+        // The migration runs on reth-hybrid's own MDBX engine, which cannot share this process
+        // with reth's libmdbx: the `reth-hybrid` tool does it.
+        let cli = args
+            .cli
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("reth-hybrid"));
+        let status = std::process::Command::new(&cli)
+            .args(["migrate", "--datadir"])
+            .arg(datadir)
+            .status()
+            .wrap_err_with(|| {
+                format!(
+                    "starting {} (the datadir is a stock v1 datadir now: finish with \
+                     `reth-hybrid migrate --datadir {}`)",
+                    cli.display(),
+                    datadir.display()
+                )
+            })?;
+        eyre::ensure!(
+            status.success(),
+            "`reth-hybrid migrate` failed ({status}); the datadir is a stock v1 datadir: rerun \
+             `reth-hybrid migrate --datadir {}` to finish",
+            datadir.display()
+        );
+    }
+    println!(
+        "adopted {} at block {}: {}",
+        datadir.display(),
+        adopted.head,
+        match args.to {
+            AdoptTarget::Hybrid => "now a reth-hybrid datadir; check it with `reth-hybrid verify`",
+            AdoptTarget::V1 => "now a stock v1 datadir (`reth node --storage.v2=false`)",
+        }
+    );
+    Ok(())
+}
