@@ -427,6 +427,69 @@ fn prune_segment_name(byte: u8) -> Option<&'static str> {
     })
 }
 
+/// The stage checkpoints' progress as reth's v1 pipeline leaves it at the same head (the block
+/// numbers are already equal): v2 counts no senders or tx hashes of its own into SenderRecovery
+/// and TransactionLookup, and its hashing stages, which execution makes redundant, record no
+/// progress; v1's record every row as processed.
+fn v1_stage_progress<T: RawTxMut>(tx: &T) -> Result<(), AdoptError> {
+    use reth_hybrid_api::{
+        Decompress,
+        models::{
+            AccountHashingCheckpoint, CheckpointBlockRange, EntitiesCheckpoint, StageCheckpoint,
+            StageUnitCheckpoint, StorageHashingCheckpoint,
+        },
+        table::compress_to_vec,
+    };
+    let decode = |v: Vec<u8>| {
+        StageCheckpoint::decompress(&v).map_err(|_| reth_hybrid_api::DatabaseError::decode())
+    };
+    let done = |n: u64| EntitiesCheckpoint {
+        processed: n,
+        total: n,
+    };
+    for stage in [
+        "SenderRecovery",
+        "TransactionLookup",
+        "AccountHashing",
+        "StorageHashing",
+    ] {
+        let Some(mut checkpoint) = tx
+            .get(Tables::StageCheckpoints, stage.as_bytes())?
+            .map(decode)
+            .transpose()?
+        else {
+            continue;
+        };
+        checkpoint.stage_checkpoint = match (stage, checkpoint.stage_checkpoint) {
+            (_, Some(StageUnitCheckpoint::Entities(e))) => {
+                Some(StageUnitCheckpoint::Entities(done(e.total)))
+            }
+            ("AccountHashing", None) => {
+                Some(StageUnitCheckpoint::Account(AccountHashingCheckpoint {
+                    address: None,
+                    block_range: CheckpointBlockRange::default(),
+                    progress: done(tx.entries(Tables::PlainAccountState)? as u64),
+                }))
+            }
+            ("StorageHashing", None) => {
+                Some(StageUnitCheckpoint::Storage(StorageHashingCheckpoint {
+                    address: None,
+                    storage: None,
+                    block_range: CheckpointBlockRange::default(),
+                    progress: done(tx.entries(Tables::PlainStorageState)? as u64),
+                }))
+            }
+            (_, other) => other,
+        };
+        tx.put(
+            Tables::StageCheckpoints,
+            stage.as_bytes(),
+            &compress_to_vec(&checkpoint),
+        )?;
+    }
+    Ok(())
+}
+
 /// The switch, in one MDBX write transaction: the tries under v1's keys and the storage settings
 /// set to v1. Before its commit the datadir is v2 as it was; after it, v1.
 fn switch_to_v1<E: RawEngine>(mdbx: &E) -> Result<TrieRows, AdoptError> {
@@ -434,6 +497,7 @@ fn switch_to_v1<E: RawEngine>(mdbx: &E) -> Result<TrieRows, AdoptError> {
     snapshot.disable_long_read_safety();
     let tx = mdbx.begin_rw()?;
     let rows = convert_tries(&snapshot, &tx)?;
+    v1_stage_progress(&tx)?;
     put_bytes(
         &tx,
         STORAGE_SETTINGS_KEY,

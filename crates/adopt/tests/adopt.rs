@@ -402,6 +402,70 @@ fn v1_and_v2_twin(
     };
     let v1 = generated(scale, seed);
     let owner = keccak256([9u8]);
+    // Stage progress as each layout's pipeline leaves it (block numbers equal): v1 counts every
+    // row processed, v2 no senders or tx hashes of its own and no hashing progress.
+    let progress = |v2: bool, accounts: u64, slots: u64, txs: u64| {
+        use reth_hybrid_api::models::{
+            AccountHashingCheckpoint, EntitiesCheckpoint, StageUnitCheckpoint as U,
+            StorageHashingCheckpoint,
+        };
+        let done = |n: u64| EntitiesCheckpoint {
+            processed: if v2 { 0 } else { n },
+            total: n,
+        };
+        let full = |n: u64| EntitiesCheckpoint {
+            processed: n,
+            total: n,
+        };
+        vec![
+            ("SenderRecovery", Some(U::Entities(done(txs)))),
+            ("TransactionLookup", Some(U::Entities(done(txs)))),
+            (
+                "AccountHashing",
+                (!v2).then(|| {
+                    U::Account(AccountHashingCheckpoint {
+                        address: None,
+                        block_range: Default::default(),
+                        progress: full(accounts),
+                    })
+                }),
+            ),
+            (
+                "StorageHashing",
+                (!v2).then(|| {
+                    U::Storage(StorageHashingCheckpoint {
+                        address: None,
+                        storage: None,
+                        block_range: Default::default(),
+                        progress: full(slots),
+                    })
+                }),
+            ),
+        ]
+    };
+    let set_progress = |engine: &MdbxEngine, v2: bool| {
+        let tx = engine.begin_rw().expect("rw");
+        let n = |t: Tables| tx.entries(t).expect("entries") as u64;
+        let (accounts, slots, txs) = (
+            n(Tables::PlainAccountState),
+            n(Tables::PlainStorageState),
+            n(Tables::TransactionHashNumbers),
+        );
+        for (stage, unit) in progress(v2, accounts, slots, txs) {
+            let head = reth_hybrid_api::models::StageCheckpoint {
+                block_number: 100 * scale,
+                stage_checkpoint: unit,
+            };
+            tx.put(
+                Tables::StageCheckpoints,
+                stage.as_bytes(),
+                &reth_hybrid_api::table::compress_to_vec(&head),
+            )
+            .expect("put");
+        }
+        tx.commit().expect("commit");
+    };
+    set_progress(&open(v1.path()), false);
     {
         let engine = open(v1.path());
         let tx = engine.begin_rw().expect("rw");
@@ -460,6 +524,7 @@ fn v1_and_v2_twin(
             files.senders.insert(tx_num, sender);
         }
     }
+    set_progress(&engine, true);
     clear(&engine, &reth_hybrid_adopt::STAGED_TABLES);
     clear(&engine, &[Tables::AccountsTrie, Tables::StoragesTrie]);
     let tx = engine.begin_rw().expect("rw");
