@@ -53,6 +53,31 @@ pub enum AdoptError {
         target_rows: u64,
         first_difference: String,
     },
+    #[error(
+        "{table} holds {mdbx} rows for block {block} after the copy, where the static files \
+         record {files}. Nothing was switched: the datadir is still a working v2 datadir. Report \
+         this; rerunning adoption stages the tables anew only after `reth db clear mdbx {table}` \
+         with the stock build"
+    )]
+    ChangesetCount {
+        table: Tables,
+        block: u64,
+        mdbx: u64,
+        files: u64,
+    },
+    #[error(
+        "the state root recomputed from {datadir}'s hashed state is {computed}, but the header \
+         of its head block {block} commits to {expected}: the datadir's state does not match its \
+         chain (reth's consistency check would unwind it, or it is damaged). Nothing was \
+         changed. Start the v2 node once and stop it cleanly, then adopt; if this persists, \
+         restore the datadir from a backup"
+    )]
+    StateRoot {
+        datadir: PathBuf,
+        block: u64,
+        computed: alloy_primitives::B256,
+        expected: alloy_primitives::B256,
+    },
     #[error("reading the static files' {what}")]
     StaticFiles {
         what: String,

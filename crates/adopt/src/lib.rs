@@ -9,27 +9,31 @@
 //! - [`plain_state`]: `PlainAccountState`/`PlainStorageState` rebuilt from the hashed state, the
 //!   addresses and slots behind the hashes taken from the history keys;
 //! - [`trie`]: `AccountsTrie`/`StoragesTrie` rewritten under v1's keys, in the one write
-//!   transaction that also switches the storage settings to v1.
+//!   transaction that also switches the storage settings to v1;
+//! - [`verify`]: the head's state root recomputed (before anything is written) and the
+//!   changesets checked block by block against the static files (before the switch).
 
 pub mod plain_state;
 pub mod static_files;
 pub mod trie;
 pub mod upstream_copy;
+pub mod verify;
 
+mod crash;
 pub mod error;
 
 pub use error::AdoptError;
 pub use reth_hybrid_hybrid::progress::{NoProgress, Progress};
 
-use alloy_primitives::keccak256;
+use alloy_primitives::{B256, keccak256};
+use crash::crash_point;
 use error::io;
 use plain_state::{PlainRows, rebuild_plain_state};
 use reth_hybrid_api::{
-    DbTx, Tables,
+    Tables,
     models::{STORAGE_SETTINGS_KEY, StorageSettings},
     raw::{RawCursor, RawEngine, RawTx, RawTxMut},
-    tables,
-    typed::TypedDatabase,
+    typed::{TypedDatabase, TypedTx},
 };
 use reth_hybrid_hybrid::{
     control::{get_bytes, put_bytes},
@@ -120,6 +124,10 @@ struct AdoptState {
     /// Checksum of the stage and prune checkpoints when the adoption started: a v2 node run in
     /// between changes them, and the staged rows are then stale.
     source: String,
+    /// The head's state root the first run recomputed: a resumed run on the same source does
+    /// not read the whole state again.
+    #[serde(default)]
+    state_root: Option<B256>,
 }
 
 /// What an adoption did.
@@ -187,6 +195,157 @@ fn read_state(dd: &Datadir) -> Result<Option<AdoptState>, AdoptError> {
     }
 }
 
+/// What the checks found and a run will do: `--dry-run` prints it, and a run starts with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdoptPlan {
+    pub head: u64,
+    /// The head's state root, recomputed from the hashed state and equal to its header's.
+    pub state_root: B256,
+    /// Where a run starts: anew, resuming its staged rows, restaging them (a v2 node ran since
+    /// they were staged), or only the cleanup after an interrupted switch.
+    pub start: AdoptStart,
+    /// Bytes adoption is estimated to write, and what the disk has free (0 when nothing is left
+    /// to stage).
+    pub needed_bytes: u64,
+    pub available_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdoptStart {
+    Fresh,
+    Resume,
+    Restage,
+    CleanupAfterSwitch,
+}
+
+/// Runs every refusal and check of [`adopt_to_v1`] on a read-only open and writes nothing: the
+/// `--dry-run`.
+pub fn check_adoption<O: MdbxOpener>(
+    datadir: &Path,
+    mdbx: &O,
+    source: &dyn V2StaticFiles,
+    progress: &dyn Progress,
+) -> Result<AdoptPlan, AdoptError> {
+    let dd = Datadir {
+        root: datadir.to_path_buf(),
+    };
+    Ok(checked(&dd, mdbx, source, progress)?.0)
+}
+
+/// The refusals, in an order where the cheap ones come first, then the plan and the source's
+/// identity (for the state file).
+fn checked<O: MdbxOpener>(
+    dd: &Datadir,
+    mdbx: &O,
+    source: &dyn V2StaticFiles,
+    progress: &dyn Progress,
+) -> Result<(AdoptPlan, String), AdoptError> {
+    if !dd.mdbx_file().exists() {
+        return Err(refused(
+            dd,
+            format!("{} does not exist", dd.mdbx_file().display()),
+            "Pass the datadir reth was started with (--datadir).",
+        ));
+    }
+    if dd.has_hybrid_parts() {
+        return Err(refused(
+            dd,
+            "it already has reth-hybrid's own RocksDB or a migration in progress",
+            "Finish or abandon that first (`reth-hybrid migrate`, see docs/migration.md).",
+        ));
+    }
+    reth_hybrid_hybrid::preflight::check_writable(&dd.root, &[dd.root.join("db")])?;
+    let state = read_state(dd)?;
+    // A read-only open refuses a datadir a running node holds.
+    let ro = mdbx.read_only(&dd.root).map_err(open_err(dd))?;
+    let tx = ro.begin_ro()?;
+    let identity = source_identity(&tx)?;
+    let head = head_block(&tx)?;
+    if !is_v2(&tx)? {
+        if state.is_none() {
+            return Err(AdoptError::NotStorageV2 {
+                datadir: dd.root.clone(),
+                why: "Metadata storage_settings says v1".into(),
+            });
+        }
+        let plan = AdoptPlan {
+            head,
+            state_root: B256::ZERO,
+            start: AdoptStart::CleanupAfterSwitch,
+            needed_bytes: 0,
+            available_bytes: free_bytes(&dd.root).map_err(io(&dd.root))?,
+        };
+        return Ok((plan, identity));
+    }
+    let start = match &state {
+        None => AdoptStart::Fresh,
+        Some(state) if state.source == identity => AdoptStart::Resume,
+        Some(_) => AdoptStart::Restage,
+    };
+    refuse_unadoptable(dd, &tx, head, source)?;
+    if start == AdoptStart::Fresh {
+        for table in STAGED_TABLES {
+            if tx.entries(table)? > 0 {
+                return Err(refused(
+                    dd,
+                    format!("MDBX table {table} has rows, which a storage v2 datadir leaves empty"),
+                    "Check the datadir with reth (`reth db stats`); restore it from a backup if \
+                     another tool wrote into it.",
+                ));
+            }
+        }
+    }
+    let upstream_bytes = upstream_table_bytes(dd)?;
+    let available_bytes = free_bytes(&dd.root).map_err(io(&dd.root))?;
+    // MDBX rows take about twice the compressed SST bytes; the plain state about what the
+    // hashed state takes; the tries are rewritten in one transaction (old pages are freed at its
+    // commit) with keys up to twice as long. A resumed run needs at most as much.
+    let stat = |t: Tables| mdbx.table_bytes(&ro, t).map_err(open_err(dd));
+    let needed_bytes = 2 * upstream_bytes
+        + source.bytes() * 3 / 2
+        + stat(Tables::HashedAccounts)?
+        + stat(Tables::HashedStorages)?
+        + 2 * (stat(Tables::AccountsTrie)? + stat(Tables::StoragesTrie)?)
+        + (256 << 20);
+    if start == AdoptStart::Fresh && needed_bytes > available_bytes {
+        return Err(AdoptError::DiskSpace {
+            path: dd.root.clone(),
+            needed: needed_bytes,
+            available: available_bytes,
+        });
+    }
+    // Last, as it reads the whole state: the head's root from the hashed state alone (once:
+    // a resumed run adopts the state the first run checked).
+    let state_root = match state.as_ref().and_then(|s| s.state_root) {
+        Some(root) if start == AdoptStart::Resume => root,
+        _ => verify::state_root_of_hashed_state(&TypedTx::new(tx), progress)?,
+    };
+    let expected = source
+        .state_root(head)
+        .map_err(|source| AdoptError::StaticFiles {
+            what: format!("header of block {head}"),
+            source,
+        })?;
+    if state_root != expected {
+        return Err(AdoptError::StateRoot {
+            datadir: dd.root.clone(),
+            block: head,
+            computed: state_root,
+            expected,
+        });
+    }
+    Ok((
+        AdoptPlan {
+            head,
+            state_root,
+            start,
+            needed_bytes,
+            available_bytes,
+        },
+        identity,
+    ))
+}
+
 /// Turns the storage-v2 datadir at `datadir` into a stock v1 one: see the module's docs. A
 /// rerun after any interruption continues; until the switch the datadir stays a working v2
 /// datadir, and after it a working v1 one.
@@ -200,213 +359,174 @@ pub fn adopt_to_v1<O: MdbxOpener>(
     let dd = Datadir {
         root: datadir.to_path_buf(),
     };
-    if !dd.mdbx_file().exists() {
-        return Err(refused(
-            &dd,
-            format!("{} does not exist", dd.mdbx_file().display()),
-            "Pass the datadir reth was started with (--datadir).",
-        ));
-    }
-    if dd.has_hybrid_parts() {
-        return Err(refused(
-            &dd,
-            "it already has reth-hybrid's own RocksDB or a migration in progress",
-            "Finish or abandon that first (`reth-hybrid migrate`, see docs/migration.md).",
-        ));
-    }
-    reth_hybrid_hybrid::preflight::check_writable(datadir, &[datadir.join("db")])?;
-    // Every check reads through a read-only open, which refuses a datadir a running node holds;
-    // only then is it opened for writing.
-    let state = read_state(&dd)?;
-    let mut report = AdoptReport::default();
-    let (switched, restart) = {
-        let ro = mdbx.read_only(datadir).map_err(open_err(&dd))?;
-        let tx = ro.begin_ro()?;
-        let switched = !is_v2(&tx)?;
-        if switched && state.is_none() {
-            return Err(AdoptError::NotStorageV2 {
-                datadir: dd.root.clone(),
-                why: "Metadata storage_settings says v1".into(),
-            });
-        }
-        let restart = if switched {
-            false
-        } else {
-            preflight(&dd, mdbx, &ro, &tx, state.as_ref(), source)?
-        };
-        (switched, restart)
+    let (plan, identity) = checked(&dd, mdbx, source, progress)?;
+    let mut report = AdoptReport {
+        head: plan.head,
+        ..Default::default()
     };
+    if plan.start != AdoptStart::CleanupAfterSwitch {
+        let bytes = serde_json::to_vec_pretty(&AdoptState {
+            version: 1,
+            source: identity,
+            state_root: Some(plan.state_root),
+        })
+        .map_err(|e| AdoptError::UnreadableState {
+            path: dd.state_file(),
+            reason: e.to_string(),
+        })?;
+        write_atomically(&dd.state_file(), &bytes).map_err(io(&dd.state_file()))?;
+        crash_point!("AdoptAfterStateWrite");
+    }
     let mdbx = mdbx.read_write(datadir).map_err(open_err(&dd))?;
-    if switched {
-        report.resumed_after_switch = true;
-    } else {
-        if restart {
-            // A v2 node ran since the adoption started: what was staged describes an older head.
-            tracing::warn!("the v2 datadir changed since the adoption started; staging it anew");
-            let rw = mdbx.begin_rw()?;
-            for table in STAGED_TABLES {
-                rw.clear(table)?;
+    match plan.start {
+        AdoptStart::CleanupAfterSwitch => report.resumed_after_switch = true,
+        start => {
+            if start == AdoptStart::Restage {
+                // A v2 node ran since the adoption started: what was staged describes an older
+                // head.
+                tracing::warn!(
+                    "the v2 datadir changed since the adoption started; staging it anew"
+                );
+                let rw = mdbx.begin_rw()?;
+                for table in STAGED_TABLES {
+                    rw.clear(table)?;
+                }
+                rw.commit()?;
             }
-            rw.commit()?;
+            let db = TypedDatabase::new(mdbx.clone());
+            let upstream = UpstreamRocksDb::open_read_only(&dd.upstream_rocksdb())?
+                .ok_or_else(|| no_upstream_rocksdb(&dd))?;
+            for table in UPSTREAM_TABLES {
+                let rows = copy_upstream_table(&upstream, &mdbx, table, progress)?;
+                report.upstream_rows.push((table, rows));
+            }
+            drop(upstream);
+            report.static_rows = copy_static_files(&db, source, report.head, progress)?;
+            {
+                use reth_hybrid_api::Database;
+                verify::changeset_counts_match(&db.tx()?, source, report.head, progress)?;
+            }
+            report.plain = rebuild_plain_state(&mdbx, progress)?;
+            report.tries = switch_to_v1(&mdbx)?;
+            crash_point!("AdoptAfterSwitch");
         }
-        let db = TypedDatabase::new(mdbx.clone());
-        report.head = head(&db)?;
-        let upstream = UpstreamRocksDb::open_read_only(&dd.upstream_rocksdb())?
-            .ok_or_else(|| refused(&dd, "it has no rocksdb/ folder", "Is this reth's datadir?"))?;
-        for table in UPSTREAM_TABLES {
-            let rows = copy_upstream_table(&upstream, &mdbx, table, progress)?;
-            report.upstream_rows.push((table, rows));
-        }
-        drop(upstream);
-        report.static_rows = copy_static_files(&db, source, report.head, progress)?;
-        report.plain = rebuild_plain_state(&mdbx, progress)?;
-        report.tries = switch_to_v1(&mdbx)?;
     }
     drop(mdbx);
     // Cleanup: the datadir is v1 now, and reth v1 reads none of this.
     clear_upstream_tables(&dd.upstream_rocksdb(), &UPSTREAM_TABLES)?;
+    crash_point!("AdoptAfterUpstreamClear");
     source.remove().map_err(|source| AdoptError::StaticFiles {
         what: "segments' removal".into(),
         source,
     })?;
+    crash_point!("AdoptAfterSourceRemove");
     remove_durably(&dd.state_file()).map_err(io(&dd.state_file()))?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
-/// The head the adopted datadir is at: the `Finish` stage's block.
-fn head<E: RawEngine>(db: &TypedDatabase<E>) -> Result<u64, AdoptError> {
-    use reth_hybrid_api::Database;
-    let tx = db.tx()?;
-    Ok(tx
-        .get::<tables::StageCheckpoints>("Finish".to_string())?
-        .map_or(0, |c| c.block_number))
+fn no_upstream_rocksdb(dd: &Datadir) -> AdoptError {
+    refused(
+        dd,
+        format!(
+            "it has no {} folder, where storage v2 keeps history and tx hashes",
+            dd.upstream_rocksdb().display()
+        ),
+        "Pass the datadir a storage v2 node wrote (its `rocksdb/` beside `db/`).",
+    )
 }
 
-/// Before the first copy: the refusals, the free-space check and the state file, all on a
-/// read-only transaction. On a rerun: `Ok(true)` when the v2 datadir changed since the state was
-/// written (its staged rows are stale and must go).
-fn preflight<O: MdbxOpener>(
+/// The head the datadir is at: the `Finish` stage's block.
+fn head_block<T: RawTx>(tx: &T) -> Result<u64, AdoptError> {
+    use reth_hybrid_api::{Decompress, models::StageCheckpoint};
+    Ok(tx
+        .get(Tables::StageCheckpoints, b"Finish")?
+        .map(|v| {
+            StageCheckpoint::decompress(&v)
+                .map(|c| c.block_number)
+                .map_err(|_| reth_hybrid_api::DatabaseError::decode())
+        })
+        .transpose()?
+        .unwrap_or(0))
+}
+
+/// A pruned datadir, static files behind the head, an unknown RocksDB family with rows.
+fn refuse_unadoptable<T: RawTx>(
     dd: &Datadir,
-    opener: &O,
-    engine: &O::Engine,
-    tx: &<O::Engine as RawEngine>::Tx,
-    state: Option<&AdoptState>,
+    tx: &T,
+    head: u64,
     source: &dyn V2StaticFiles,
-) -> Result<bool, AdoptError> {
-    let identity = source_identity(tx)?;
-    let restart = match state {
-        Some(state) if state.source == identity => return Ok(false),
-        Some(_) => true,
-        None => false,
+) -> Result<(), AdoptError> {
+    let mut pruned = Vec::new();
+    let mut cursor = tx.cursor(Tables::PruneCheckpoints)?;
+    let mut next = cursor.first()?;
+    while let Some((key, _)) = next {
+        let segment = key
+            .first()
+            .and_then(|b| prune_segment_name(*b))
+            .unwrap_or("unknown");
+        if PRUNED_REFUSED.contains(&segment) {
+            pruned.push(segment);
+        }
+        next = cursor.next()?;
+    }
+    if !pruned.is_empty() {
+        return Err(refused(
+            dd,
+            format!(
+                "it is pruned ({} have prune checkpoints): the history that holds the \
+                 addresses and slots behind its hashed state is gone",
+                pruned.join(", ")
+            ),
+            "Only archive v2 datadirs can be adopted; sync a new datadir with \
+             `--storage.v2=false` and run `reth-hybrid migrate` on it.",
+        ));
+    }
+    if source.changesets_end().is_none_or(|end| end < head) {
+        return Err(refused(
+            dd,
+            format!(
+                "its static files hold changesets up to block {}, below its head {head}: \
+                 reth's consistency check would unwind it",
+                source
+                    .changesets_end()
+                    .map_or("none".to_string(), |b| b.to_string())
+            ),
+            "Start the v2 node once and stop it cleanly (it heals the datadir), then adopt.",
+        ));
+    }
+    let Some(families) = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&dd.upstream_rocksdb())?
+    else {
+        return Err(no_upstream_rocksdb(dd));
     };
-    if !restart {
-        let mut pruned = Vec::new();
-        let mut cursor = tx.cursor(Tables::PruneCheckpoints)?;
-        let mut next = cursor.first()?;
-        while let Some((key, _)) = next {
-            let segment = key
-                .first()
-                .and_then(|b| prune_segment_name(*b))
-                .unwrap_or("unknown");
-            if PRUNED_REFUSED.contains(&segment) {
-                pruned.push(segment);
-            }
-            next = cursor.next()?;
-        }
-        let head = tx
-            .get(Tables::StageCheckpoints, b"Finish")?
-            .map(|v| {
-                use reth_hybrid_api::{Decompress, models::StageCheckpoint};
-                StageCheckpoint::decompress(&v)
-                    .map(|c| c.block_number)
-                    .map_err(|_| reth_hybrid_api::DatabaseError::decode())
-            })
-            .transpose()?
-            .unwrap_or(0);
-        if source.changesets_end().is_none_or(|end| end < head) {
+    for family in &families {
+        let known = UPSTREAM_TABLES.iter().any(|t| t.name() == family.name)
+            || RETH_OTHER_FAMILIES.contains(&family.name.as_str());
+        if family.has_rows && !known {
             return Err(refused(
                 dd,
                 format!(
-                    "its static files hold changesets up to block {}, below its head {head}: \
-                     reth's consistency check would unwind it",
-                    source
-                        .changesets_end()
-                        .map_or("none".to_string(), |b| b.to_string())
+                    "reth's RocksDB has a column family `{}` with rows, which reth v2.5.1 \
+                     does not write",
+                    family.name
                 ),
-                "Start the v2 node once and stop it cleanly (it heals the datadir), then adopt.",
+                "Adopt it with the reth version that wrote it, or report the family.",
             ));
-        }
-        if !pruned.is_empty() {
-            return Err(refused(
-                dd,
-                format!(
-                    "it is pruned ({} have prune checkpoints): the history that holds the \
-                     addresses and slots behind its hashed state is gone",
-                    pruned.join(", ")
-                ),
-                "Only archive v2 datadirs can be adopted; sync a new datadir with \
-                 `--storage.v2=false` and run `reth-hybrid migrate` on it.",
-            ));
-        }
-        for table in STAGED_TABLES {
-            if tx.entries(table)? > 0 {
-                return Err(refused(
-                    dd,
-                    format!("MDBX table {table} has rows, which a storage v2 datadir leaves empty"),
-                    "Check the datadir with reth (`reth db stats`); restore it from a backup if \
-                     another tool wrote into it.",
-                ));
-            }
-        }
-        let upstream = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&dd.upstream_rocksdb())?
-            .unwrap_or_default();
-        let mut upstream_bytes = 0;
-        for family in &upstream {
-            let known_table = UPSTREAM_TABLES.iter().any(|t| t.name() == family.name);
-            if known_table {
-                upstream_bytes += family.sst_bytes + family.unflushed_bytes;
-            } else if family.has_rows && !RETH_OTHER_FAMILIES.contains(&family.name.as_str()) {
-                return Err(refused(
-                    dd,
-                    format!(
-                        "reth's RocksDB has a column family `{}` with rows, which reth v2.5.1 \
-                         does not write",
-                        family.name
-                    ),
-                    "Adopt it with the reth version that wrote it, or report the family.",
-                ));
-            }
-        }
-        // MDBX rows take about twice the compressed SST bytes; the plain state about what the
-        // hashed state takes; the tries are rewritten in one transaction (old pages are freed
-        // at its commit) with keys up to twice as long.
-        let stat = |t: Tables| opener.table_bytes(engine, t).map_err(open_err(dd));
-        let needed = 2 * upstream_bytes
-            + source.bytes() * 3 / 2
-            + stat(Tables::HashedAccounts)?
-            + stat(Tables::HashedStorages)?
-            + 2 * (stat(Tables::AccountsTrie)? + stat(Tables::StoragesTrie)?)
-            + (256 << 20);
-        let available = free_bytes(&dd.root).map_err(io(&dd.root))?;
-        if needed > available {
-            return Err(AdoptError::DiskSpace {
-                path: dd.root.clone(),
-                needed,
-                available,
-            });
         }
     }
-    let state = AdoptState {
-        version: 1,
-        source: identity,
-    };
-    let bytes = serde_json::to_vec_pretty(&state).map_err(|e| AdoptError::UnreadableState {
-        path: dd.state_file(),
-        reason: e.to_string(),
-    })?;
-    write_atomically(&dd.state_file(), &bytes).map_err(io(&dd.state_file()))?;
-    Ok(restart)
+    Ok(())
+}
+
+/// The bytes reth's RocksDB holds for the three tables (SST files and unflushed WAL).
+fn upstream_table_bytes(dd: &Datadir) -> Result<u64, AdoptError> {
+    Ok(
+        reth_hybrid_rocksdb::inspect_upstream_rocksdb(&dd.upstream_rocksdb())?
+            .unwrap_or_default()
+            .iter()
+            .filter(|f| UPSTREAM_TABLES.iter().any(|t| t.name() == f.name))
+            .map(|f| f.sst_bytes + f.unflushed_bytes)
+            .sum(),
+    )
 }
 
 /// reth's `PruneSegment` byte, by name (only the ones adoption looks at need to be right).

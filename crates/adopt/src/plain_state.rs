@@ -34,10 +34,16 @@ pub fn rebuild_plain_state<E: RawEngine>(
     engine: &E,
     progress: &dyn crate::Progress,
 ) -> Result<PlainRows, AdoptError> {
-    progress.begin("plain accounts from the hashed state", None);
+    let total = |kind: Kind| -> Result<Option<u64>, AdoptError> {
+        Ok(Some(engine.begin_ro()?.entries(kind.hashed())? as u64))
+    };
+    progress.begin(
+        "plain accounts from the hashed state",
+        total(Kind::Accounts)?,
+    );
     let accounts = rebuild(engine, Kind::Accounts, progress)?;
     progress.end();
-    progress.begin("plain storage from the hashed state", None);
+    progress.begin("plain storage from the hashed state", total(Kind::Storage)?);
     let storage = rebuild(engine, Kind::Storage, progress)?;
     progress.end();
     Ok(PlainRows { accounts, storage })
@@ -153,6 +159,7 @@ fn rebuild<E: RawEngine>(
         drop((history, hashed, plain));
         tx.commit()?;
         progress.advance(written);
+        crate::crash::crash_point!("AdoptPlainAfterCommit");
         if ended {
             break;
         }

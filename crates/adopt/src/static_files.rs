@@ -4,7 +4,7 @@
 //! MDBX's tables block by block, resumable, in whole blocks per commit.
 
 use crate::error::AdoptError;
-use alloy_primitives::Address;
+use alloy_primitives::{Address, B256};
 use reth_hybrid_api::{
     Database, DbCursorRO, DbDupCursorRW, DbTx, DbTxMut,
     models::{AccountBeforeTx, BlockNumberAddress, StorageEntry},
@@ -27,6 +27,11 @@ pub trait V2StaticFiles {
     /// The last block both changeset segments hold (`None`: no changesets at all). reth's
     /// readers answer "no changes" for a block past the files, so adoption checks this first.
     fn changesets_end(&self) -> Option<u64>;
+    /// The account and storage changes the static files record for `block` in their own
+    /// index (reth's changeset offsets), to check the copied rows against.
+    fn changeset_counts(&self, block: u64) -> Result<(u64, u64), SourceError>;
+    /// The state root `block`'s header commits to (headers live in static files).
+    fn state_root(&self, block: u64) -> Result<B256, SourceError>;
     /// Bytes the three segments take on disk, for the free-space estimate.
     fn bytes(&self) -> u64;
     /// Removes the three segments once MDBX holds them and the datadir is v1 (reth v1 ignores
@@ -135,6 +140,7 @@ pub fn copy_static_files<E: RawEngine>(
         }
         tx.commit()?;
         progress.advance(last + 1 - block);
+        crate::crash::crash_point!("AdoptStaticAfterCommit");
         block = last + 1;
     }
     progress.end();

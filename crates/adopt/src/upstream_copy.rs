@@ -28,8 +28,15 @@ pub fn copy_upstream_table<E: RawEngine>(
     table: Tables,
     progress: &dyn crate::Progress,
 ) -> Result<u64, AdoptError> {
-    progress.begin(&format!("{table} from reth's RocksDB into MDBX"), None);
-    let mut after = mdbx.begin_ro()?.cursor(table)?.last()?.map(|(k, _)| k);
+    progress.begin(
+        &format!("{table} from reth's RocksDB into MDBX"),
+        upstream.estimated_rows(table),
+    );
+    let tx = mdbx.begin_ro()?;
+    let mut after = tx.cursor(table)?.last()?.map(|(k, _)| k);
+    // A resumed copy starts where the last one committed.
+    progress.advance(tx.entries(table)? as u64);
+    drop(tx);
     loop {
         let tx = mdbx.begin_rw()?;
         let mut cursor = tx.cursor_mut(table)?;
@@ -47,6 +54,7 @@ pub fn copy_upstream_table<E: RawEngine>(
         drop(cursor);
         tx.commit()?;
         progress.advance(rows);
+        crate::crash::crash_point!("AdoptCopyAfterCommit");
         match last {
             Some(key) => after = Some(key),
             None => break,

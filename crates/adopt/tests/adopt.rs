@@ -5,7 +5,7 @@
 #[path = "../../migrate/tests/common/mod.rs"]
 mod common;
 
-use alloy_primitives::{Address, keccak256};
+use alloy_primitives::{Address, B256, keccak256};
 use alloy_trie::Nibbles;
 use common::{Rows, all_rows, generated};
 use reth_hybrid_adopt::{
@@ -18,7 +18,7 @@ use reth_hybrid_adopt::{
 use reth_hybrid_api::{
     Encode, Tables,
     models::{PackedStoredNibbles, StoredNibbles, StoredNibblesSubKey},
-    raw::{RawCursorMut, RawEngine, RawTx, RawTxMut},
+    raw::{RawCursor, RawCursorMut, RawEngine, RawTx, RawTxMut},
 };
 use reth_hybrid_mdbx::{MdbxEngine, MdbxOptions};
 use reth_hybrid_rocksdb::UpstreamRocksDb;
@@ -346,7 +346,13 @@ struct MemoryStaticFiles {
     fail_at: Option<u64>,
     /// The last block of changesets the files hold.
     end: Option<u64>,
+    /// The head header's state root.
+    state_root: B256,
+    /// The offsets index records one account change too many for this block.
+    count_skew: Option<u64>,
     removed: std::sync::atomic::AtomicBool,
+    /// Where a removal is recorded for another process (the kill test's children).
+    removed_marker: Option<std::path::PathBuf>,
 }
 
 impl V2StaticFiles for MemoryStaticFiles {
@@ -375,14 +381,107 @@ impl V2StaticFiles for MemoryStaticFiles {
     fn changesets_end(&self) -> Option<u64> {
         self.end
     }
+    fn changeset_counts(&self, block: u64) -> Result<(u64, u64), SourceError> {
+        let n = |rows: Option<usize>| rows.unwrap_or(0) as u64;
+        Ok((
+            n(self.accounts.get(&block).map(Vec::len)) + u64::from(self.count_skew == Some(block)),
+            n(self.storage.get(&block).map(Vec::len)),
+        ))
+    }
+    fn state_root(&self, _block: u64) -> Result<B256, SourceError> {
+        Ok(self.state_root)
+    }
     fn bytes(&self) -> u64 {
         0
     }
     fn remove(&self) -> Result<(), SourceError> {
         self.removed
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(marker) = &self.removed_marker {
+            std::fs::write(marker, b"removed")?;
+        }
         Ok(())
     }
+}
+
+/// The static files a v2 node would have written for the v1 datadir at `v1` (its changesets
+/// and senders), and its head's state root computed by alloy-trie from the plain state: a
+/// computation independent of adoption's own, which works from the hashed state.
+fn static_files_of(v1: &Path, head: u64) -> MemoryStaticFiles {
+    use reth_hybrid_api::{Database, DbCursorRO, DbTx, tables, typed::TypedDatabase};
+    let mut files = MemoryStaticFiles {
+        end: Some(head),
+        ..Default::default()
+    };
+    let engine = MdbxEngine::open_read_only(v1).expect("mdbx");
+    let db = TypedDatabase::new(engine);
+    let tx = db.tx().expect("ro");
+    for row in tx
+        .cursor_read::<tables::AccountChangeSets>()
+        .expect("c")
+        .walk(None)
+        .expect("walk")
+    {
+        let (block, entry) = row.expect("row");
+        files.accounts.entry(block).or_default().push(entry);
+    }
+    for row in tx
+        .cursor_read::<tables::StorageChangeSets>()
+        .expect("c")
+        .walk(None)
+        .expect("walk")
+    {
+        let (key, entry) = row.expect("row");
+        files
+            .storage
+            .entry(key.block_number())
+            .or_default()
+            .push((key.address(), entry));
+    }
+    for row in tx
+        .cursor_read::<tables::TransactionSenders>()
+        .expect("c")
+        .walk(None)
+        .expect("walk")
+    {
+        let (tx_num, sender) = row.expect("row");
+        files.senders.insert(tx_num, sender);
+    }
+    let mut storage: std::collections::BTreeMap<Address, Vec<(B256, alloy_primitives::U256)>> =
+        Default::default();
+    for row in tx
+        .cursor_read::<tables::PlainStorageState>()
+        .expect("c")
+        .walk(None)
+        .expect("walk")
+    {
+        let (address, entry) = row.expect("row");
+        storage
+            .entry(address)
+            .or_default()
+            .push((entry.key, entry.value));
+    }
+    let accounts: Vec<(Address, alloy_trie::TrieAccount)> = tx
+        .cursor_read::<tables::PlainAccountState>()
+        .expect("c")
+        .walk(None)
+        .expect("walk")
+        .map(|row| {
+            let (address, account) = row.expect("row");
+            let slots = storage.remove(&address).unwrap_or_default();
+            (
+                address,
+                alloy_trie::TrieAccount {
+                    nonce: account.nonce,
+                    balance: account.balance,
+                    storage_root: alloy_trie::root::storage_root_unhashed(slots),
+                    code_hash: account.bytecode_hash.unwrap_or(alloy_trie::KECCAK_EMPTY),
+                },
+            )
+        })
+        .collect();
+    files.state_root = alloy_trie::root::state_root_unhashed(accounts);
+    files
 }
 
 /// A generated v1 datadir with tries (v1 keys), its rows, and its v2 twin in another folder:
@@ -397,9 +496,7 @@ fn v1_and_v2_twin(
     tempfile::TempDir,
     MemoryStaticFiles,
 ) {
-    use reth_hybrid_api::{
-        Database, DbCursorRO, DbTx, models::StorageSettings, tables, typed::TypedDatabase,
-    };
+    use reth_hybrid_api::models::StorageSettings;
     let v1 = generated(scale, seed);
     let owner = keccak256([9u8]);
     // Stage progress as each layout's pipeline leaves it (block numbers equal): v1 counts every
@@ -484,46 +581,8 @@ fn v1_and_v2_twin(
     let v2 = tempfile::tempdir().expect("tmp");
     common::copy_tree(v1.path(), v2.path());
     upstream_rocksdb(&v2.path().join("rocksdb"), &expected);
-    let mut files = MemoryStaticFiles {
-        end: Some(100 * scale),
-        ..Default::default()
-    };
+    let files = static_files_of(v1.path(), 100 * scale);
     let engine = open(v2.path());
-    {
-        let db = TypedDatabase::new(engine.clone());
-        let tx = db.tx().expect("ro");
-        for row in tx
-            .cursor_read::<tables::AccountChangeSets>()
-            .expect("c")
-            .walk(None)
-            .expect("walk")
-        {
-            let (block, entry) = row.expect("row");
-            files.accounts.entry(block).or_default().push(entry);
-        }
-        for row in tx
-            .cursor_read::<tables::StorageChangeSets>()
-            .expect("c")
-            .walk(None)
-            .expect("walk")
-        {
-            let (key, entry) = row.expect("row");
-            files
-                .storage
-                .entry(key.block_number())
-                .or_default()
-                .push((key.address(), entry));
-        }
-        for row in tx
-            .cursor_read::<tables::TransactionSenders>()
-            .expect("c")
-            .walk(None)
-            .expect("walk")
-        {
-            let (tx_num, sender) = row.expect("row");
-            files.senders.insert(tx_num, sender);
-        }
-    }
     set_progress(&engine, true);
     clear(&engine, &reth_hybrid_adopt::STAGED_TABLES);
     clear(&engine, &[Tables::AccountsTrie, Tables::StoragesTrie]);
@@ -711,4 +770,236 @@ fn adoption_refusals_change_nothing() {
     let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("unknown family");
     assert!(err.to_string().contains("SomethingNew"), "{err}");
     assert_eq!(common::files(v2.path()), before);
+}
+
+#[test]
+fn a_state_root_that_does_not_match_the_head_is_refused_before_anything_is_written() {
+    let (_v1, _, v2, mut files) = v1_and_v2_twin(1, 6);
+    // The twin's root is right (alloy-trie's, from the plain state): a dry run passes.
+    let plan =
+        reth_hybrid_adopt::check_adoption(v2.path(), &OurMdbx, &files, &NoProgress).expect("plan");
+    assert_eq!(plan.state_root, files.state_root);
+    assert_eq!(plan.start, reth_hybrid_adopt::AdoptStart::Fresh);
+    assert!(plan.needed_bytes > 0 && plan.available_bytes > 0);
+
+    files.state_root = keccak256(b"another chain");
+    let before = common::files(v2.path());
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("wrong root");
+    assert!(
+        matches!(err, AdoptError::StateRoot { block: 100, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("Nothing was changed"), "{err}");
+    assert_eq!(common::files(v2.path()), before);
+
+    // One changed hashed slot changes the recomputed root: the check reads every row.
+    files.state_root = plan.state_root;
+    {
+        let engine = open(v2.path());
+        let tx = engine.begin_rw().expect("rw");
+        let mut cursor = tx.cursor_mut(Tables::HashedStorages).expect("cursor");
+        let (key, mut value) = cursor.last().expect("last").expect("a slot");
+        *value.last_mut().expect("value byte") ^= 1;
+        cursor.delete_current().expect("delete");
+        drop(cursor);
+        tx.put(Tables::HashedStorages, &key, &value).expect("put");
+        tx.commit().expect("commit");
+    }
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("changed slot");
+    assert!(matches!(err, AdoptError::StateRoot { .. }), "{err}");
+}
+
+#[test]
+fn changesets_that_differ_from_the_static_files_counts_stop_before_the_switch() {
+    let (_v1, _, v2, mut files) = v1_and_v2_twin(1, 7);
+    let block = *files.accounts.keys().nth(3).expect("a block with changes");
+    files.count_skew = Some(block);
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("count");
+    assert!(
+        matches!(
+            err,
+            AdoptError::ChangesetCount {
+                table: Tables::AccountChangeSets,
+                block: b,
+                ..
+            } if b == block
+        ),
+        "{err}"
+    );
+    // Still the v2 datadir it was: the switch did not happen.
+    let engine = MdbxEngine::open_read_only(v2.path()).expect("mdbx");
+    let tx = engine.begin_ro().expect("ro");
+    let settings =
+        reth_hybrid_hybrid::control::get_bytes(&tx, reth_hybrid_api::models::STORAGE_SETTINGS_KEY)
+            .expect("get")
+            .expect("settings");
+    assert!(
+        reth_hybrid_api::models::StorageSettings::from_json_bytes(&settings)
+            .expect("json")
+            .storage_v2
+    );
+    assert_eq!(tx.entries(Tables::PlainAccountState).expect("n"), 0);
+}
+
+const CHILD_V2: &str = "RETH_HYBRID_ADOPT_CHILD_V2";
+const CHILD_V1: &str = "RETH_HYBRID_ADOPT_CHILD_V1";
+const CHILD_HEAD: &str = "RETH_HYBRID_ADOPT_CHILD_HEAD";
+
+/// Where the kill test's children record the static files' removal.
+fn removed_marker(v2: &Path) -> std::path::PathBuf {
+    v2.with_extension("static-files-removed")
+}
+
+#[test]
+#[ignore = "entry point of the kill test's child process; run by it"]
+fn adoption_child() {
+    let v2 = std::path::PathBuf::from(std::env::var(CHILD_V2).expect("run by the kill test"));
+    let v1 = std::path::PathBuf::from(std::env::var(CHILD_V1).expect("v1 twin"));
+    let head: u64 = std::env::var(CHILD_HEAD)
+        .expect("head")
+        .parse()
+        .expect("number");
+    let mut files = static_files_of(&v1, head);
+    files.removed_marker = Some(removed_marker(&v2));
+    adopt_to_v1(&v2, &files, &NoProgress).expect("adoption finishes");
+}
+
+/// Crash points in the order adoption reaches them, with how many times each is passed on a
+/// twin of scale 2 (the copies commit every 200,000 / 1,000 blocks / 100,000 rows: once here).
+const ADOPT_POINTS: [(&str, u64); 7] = [
+    ("AdoptAfterStateWrite", 1),
+    ("AdoptCopyAfterCommit", 3),
+    ("AdoptStaticAfterCommit", 1),
+    ("AdoptPlainAfterCommit", 2),
+    ("AdoptAfterSwitch", 1),
+    ("AdoptAfterUpstreamClear", 1),
+    ("AdoptAfterSourceRemove", 1),
+];
+
+fn run_adoption_child(v2: &Path, v1: &Path, head: u64, crash_at: Option<String>) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("test binary"));
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "adoption_child",
+        "--test-threads=1",
+        "--nocapture",
+    ])
+    .env(CHILD_V2, v2)
+    .env(CHILD_V1, v1)
+    .env(CHILD_HEAD, head.to_string())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped());
+    match &crash_at {
+        Some(spec) => cmd.env("RETH_HYBRID_CRASH_AT", spec),
+        None => cmd.env_remove("RETH_HYBRID_CRASH_AT"),
+    };
+    let out = cmd.output().expect("child");
+    if out.status.signal() == Some(9) {
+        return true;
+    }
+    assert!(
+        out.status.success(),
+        "child failed ({}, crash_at {crash_at:?}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
+/// An adoption killed with SIGKILL at each of its crash points, one after another on the same
+/// datadir (each kill lands ahead of the resumed run), then let finish: every table equals the
+/// v1 twin's, reth's copies are cleared and the static files removed, with no state file left.
+/// And at each point alone: the killed datadir is v2 as stock reth reads it (before the switch)
+/// or v1 (after it), and a rerun finishes it.
+#[test]
+fn an_adoption_killed_at_every_step_resumes_to_the_v1_twins_tables() {
+    let (v1, expected, template, _) = v1_and_v2_twin(2, 9);
+    let head = 200;
+    let run = |dir: &Path, spec: Option<String>| run_adoption_child(dir, v1.path(), head, spec);
+    let settings_v2 = |dir: &Path| {
+        let engine = MdbxEngine::open_read_only(dir).expect("mdbx");
+        let tx = engine.begin_ro().expect("ro");
+        let bytes = reth_hybrid_hybrid::control::get_bytes(
+            &tx,
+            reth_hybrid_api::models::STORAGE_SETTINGS_KEY,
+        )
+        .expect("get")
+        .expect("settings");
+        reth_hybrid_api::models::StorageSettings::from_json_bytes(&bytes)
+            .expect("json")
+            .storage_v2
+    };
+    let finished = |dir: &Path, what: &str| {
+        assert_same_rows(&all_rows(dir), &expected, what);
+        assert!(!dir.join(ADOPT_STATE_FILE).exists(), "{what}: state file");
+        assert!(removed_marker(dir).exists(), "{what}: static files removed");
+        let families = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&dir.join("rocksdb"))
+            .expect("inspect")
+            .expect("rocksdb");
+        assert!(
+            families.iter().all(|f| !f.has_rows),
+            "{what}: reth's copies"
+        );
+    };
+
+    // Every point on one datadir, in order.
+    let work = tempfile::tempdir().expect("tmp");
+    let dir = work.path().join("all");
+    common::copy_tree(template.path(), &dir);
+    let mut kills = 0;
+    for (point, passes) in ADOPT_POINTS {
+        if run(&dir, Some(format!("{point}:{passes}"))) {
+            kills += 1;
+        }
+    }
+    assert!(!run(&dir, None), "the last run finishes");
+    finished(&dir, "killed at every point in turn");
+    assert_eq!(
+        kills,
+        ADOPT_POINTS.len(),
+        "every point was reached and killed"
+    );
+
+    // Each point alone, on a fresh copy: what stock reth would find, then the rerun.
+    for (point, passes) in ADOPT_POINTS {
+        for pass in 1..=passes {
+            let dir = work.path().join(format!("{point}-{pass}"));
+            common::copy_tree(template.path(), &dir);
+            assert!(
+                run(&dir, Some(format!("{point}:{pass}"))),
+                "{point}:{pass} reached"
+            );
+            let switched = ADOPT_POINTS
+                .iter()
+                .position(|(p, _)| *p == point)
+                .expect("listed")
+                >= ADOPT_POINTS
+                    .iter()
+                    .position(|(p, _)| *p == "AdoptAfterSwitch")
+                    .expect("listed");
+            assert_eq!(
+                settings_v2(&dir),
+                !switched,
+                "{point}:{pass}: v2 until the switch, v1 after it"
+            );
+            if !switched {
+                // What a v2 node reads is as it was: its tries and hashed state untouched.
+                let rows = all_rows(&dir);
+                let before = all_rows(template.path());
+                for table in [
+                    Tables::AccountsTrie,
+                    Tables::StoragesTrie,
+                    Tables::HashedAccounts,
+                    Tables::HashedStorages,
+                    Tables::StageCheckpoints,
+                ] {
+                    assert_eq!(rows[&table], before[&table], "{point}:{pass} {table}");
+                }
+            }
+            assert!(!run(&dir, None), "{point}:{pass}: the rerun finishes");
+            finished(&dir, &format!("killed at {point}:{pass}"));
+        }
+    }
 }

@@ -27,7 +27,8 @@ pub enum HybridError {
     #[error(
         "this datadir uses reth's storage v2 (Metadata storage_settings has storage_v2 = true): its \
          history and tx-hash rows live in reth's own <datadir>/rocksdb, which reth-hybrid does not \
-         mix with its layout. Use a datadir made with `--storage.v2=false` (reth's v1 layout)"
+         mix with its layout. Adopt it first (`reth-hybrid-node-hybrid db --datadir <datadir> adopt-v2`, see \
+         docs/migration.md), or use a datadir made with `--storage.v2=false` (reth's v1 layout)"
     )]
     UpstreamStorageV2,
     #[error(

@@ -8,8 +8,10 @@ use std::path::PathBuf;
 pub enum MigrateError {
     #[error(
         "{path} holds rows of reth's storage v2 ({tables}): this is an upstream v2 datadir whose \
-         history lives in reth's own RocksDB. reth-hybrid does not mix layouts; use a datadir \
-         written with `--storage.v2=false` (reth's v1 layout)"
+         history lives in reth's own RocksDB. reth-hybrid does not mix layouts. Adopt it \
+         (`reth-hybrid-node-hybrid db --datadir <datadir> adopt-v2`; rerunning it also finishes an \
+         adoption interrupted before its clean-up), or use a datadir written with \
+         `--storage.v2=false` (reth's v1 layout)"
     )]
     UpstreamRocksDbRows { path: PathBuf, tables: String },
     #[error("{0}")]

@@ -109,6 +109,12 @@ impl UpstreamRocksDb {
         Ok(out)
     }
 
+    /// RocksDB's estimate of `table`'s rows (for progress; `None` without a column family).
+    pub fn estimated_rows(&self, table: Tables) -> Option<u64> {
+        let cf = self.db.cf_handle(table.name())?;
+        Some(column_family_size(&self.db, cf).estimated_rows)
+    }
+
     /// Whether reth's RocksDB has a column family for `table`.
     pub fn has_table(&self, table: Tables) -> bool {
         self.db.cf_handle(table.name()).is_some()

@@ -47,6 +47,37 @@ pub struct Args {
 }
 
 /// Runs `binary command --chain dev --datadir D args` to completion, its output in `log`.
+/// Every file of the datadir's stores (MDBX, reth's RocksDB, static files) and a hash of its
+/// bytes; lock files and RocksDB's info logs aside, which any open touches.
+fn stored_bytes(datadir: &Path) -> eyre::Result<std::collections::BTreeMap<PathBuf, u64>> {
+    use std::hash::{Hash, Hasher};
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack: Vec<PathBuf> = ["db", "rocksdb", "static_files"]
+        .iter()
+        .map(|d| datadir.join(d))
+        .filter(|d| d.exists())
+        .collect();
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
+            let path = entry?.path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if path.is_dir() {
+                stack.push(path);
+            } else if !name.ends_with(".lck")
+                && !["lock", "LOCK", "LOG"].contains(&name.as_ref())
+                && !name.starts_with("LOG.old")
+            {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                fs::read(&path)
+                    .with_context(|| format!("reading {}", path.display()))?
+                    .hash(&mut hasher);
+                out.insert(path, hasher.finish());
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn run_to_end(
     binary: &Path,
     command: &str,
@@ -172,8 +203,29 @@ pub async fn run(args: Args) -> eyre::Result<()> {
         "reth-hybrid migrate of the v1 twin failed ({status})"
     );
     let migrate_secs = started.elapsed().as_secs_f64();
-    let started = Instant::now();
+    // The dry run checks everything (the head's state root recomputed from reth's hashed state
+    // against its header included) and changes nothing.
     let cli = args.cli.to_string_lossy().into_owned();
+    let before = stored_bytes(&v2)?;
+    run_to_end(
+        &args.hybrid_node,
+        "db",
+        &v2,
+        &["adopt-v2", "--dry-run"],
+        &log("adopt-dry-run"),
+    )?;
+    let said = fs::read_to_string(log("adopt-dry-run"))?;
+    ensure!(
+        said.contains("can be adopted") && said.contains("equal to the header's"),
+        "adopt-v2 --dry-run did not report a passing check; its log: {}",
+        log("adopt-dry-run").display()
+    );
+    ensure!(
+        stored_bytes(&v2)? == before,
+        "adopt-v2 --dry-run changed files in {}",
+        v2.display()
+    );
+    let started = Instant::now();
     run_to_end(
         &args.hybrid_node,
         "db",

@@ -4,18 +4,19 @@
 //! reth's static-file provider. The result is a stock v1 datadir; with `--to hybrid` (the
 //! default) the `reth-hybrid` tool then migrates it, as any v1 datadir.
 
-use alloy_primitives::Address;
+use alloy_primitives::{Address, B256};
 use eyre::WrapErr;
 use reth_db::{Database, DatabaseEnv, mdbx::DatabaseArguments};
 use reth_hybrid_adapter::RethMdbx;
 use reth_hybrid_adopt::{
-    MdbxOpener, OpenError, Progress, adopt_to_v1,
+    AdoptStart, MdbxOpener, OpenError, Progress, adopt_to_v1, check_adoption,
     static_files::{SourceError, V2StaticFiles},
 };
 use reth_hybrid_api::{Tables, models};
 use reth_node_core::dirs::{ChainPath, DataDirPath};
 use reth_provider::{
-    ChangeSetReader, StorageChangeSetReader, TransactionsProvider, providers::StaticFileProvider,
+    ChangeSetReader, HeaderProvider, StorageChangeSetReader, TransactionsProvider,
+    providers::StaticFileProvider,
 };
 use reth_static_file_types::StaticFileSegment;
 use std::{
@@ -39,9 +40,14 @@ pub struct AdoptArgs {
     /// Where the datadir ends up.
     #[arg(long, value_enum, default_value = "hybrid")]
     to: AdoptTarget,
-    /// The `reth-hybrid` tool that migrates the adopted datadir (default: from PATH).
+    /// The `reth-hybrid` tool that migrates and then verifies the adopted datadir (default:
+    /// from PATH).
     #[arg(long)]
     cli: Option<PathBuf>,
+    /// Run every refusal and check (the head's state root included), print the plan and the
+    /// disk estimate, and change nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 const SEGMENTS: [StaticFileSegment; 3] = [
@@ -109,6 +115,30 @@ impl V2StaticFiles for RethStaticFiles {
             (Some(accounts), Some(storage)) => Some(accounts.min(storage)),
             (accounts, storage) => accounts.or(storage),
         }
+    }
+
+    fn changeset_counts(&self, block: u64) -> Result<(u64, u64), SourceError> {
+        // reth's own index of each block's changes, kept beside the rows (the offsets sidecar).
+        let count = |segment| -> Result<u64, SourceError> {
+            let jar = self
+                .provider
+                .get_segment_provider_for_block(segment, block, None)?;
+            Ok(jar
+                .read_changeset_offset(block)?
+                .map_or(0, |offset| offset.num_changes()))
+        };
+        Ok((
+            count(StaticFileSegment::AccountChangeSets)?,
+            count(StaticFileSegment::StorageChangeSets)?,
+        ))
+    }
+
+    fn state_root(&self, block: u64) -> Result<B256, SourceError> {
+        let header = self
+            .provider
+            .header_by_number(block)?
+            .ok_or_else(|| format!("no header for block {block} in the static files"))?;
+        Ok(header.state_root)
     }
 
     fn bytes(&self) -> u64 {
@@ -181,13 +211,26 @@ impl Progress for LogProgress {
         if s.4.is_some_and(|t| t.elapsed() > Duration::from_secs(10)) {
             s.4 = Some(Instant::now());
             let rate = s.2 as f64 / s.3.map_or(1.0, |t| t.elapsed().as_secs_f64().max(1e-3));
-            info!(target: "reth::cli", step = %s.0, done = s.2, total = ?s.1, per_second = rate as u64, "adopt: progress");
+            let eta =
+                s.1.filter(|_| rate > 0.0)
+                    .map(|total| humantime_secs(total.saturating_sub(s.2) as f64 / rate));
+            info!(target: "reth::cli", step = %s.0, done = s.2, total = ?s.1, per_second = rate as u64, eta = eta.as_deref().unwrap_or("unknown"), "adopt: progress");
         }
     }
     fn end(&self) {
         let s = self.step.lock().expect("progress lock");
         let secs = s.3.map_or(0.0, |t| t.elapsed().as_secs_f64());
         info!(target: "reth::cli", step = %s.0, done = s.2, seconds = secs, "adopt: finished");
+    }
+}
+
+/// `1h02m`, `3m05s`, `12s`: an ETA as an operator reads it.
+fn humantime_secs(secs: f64) -> String {
+    let secs = secs.round() as u64;
+    match (secs / 3600, secs / 60 % 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
     }
 }
 
@@ -201,6 +244,27 @@ pub fn run(args: AdoptArgs, data_dir: &ChainPath<DataDirPath>) -> eyre::Result<(
         dir: static_dir,
     };
     let progress = LogProgress::default();
+    if args.dry_run {
+        let plan = check_adoption(datadir, &RethOpener, &source, &progress)?;
+        println!(
+            "dry run: {} can be adopted (nothing was changed)\n  head block {}, state root {} \
+             recomputed from the hashed state and equal to the header's\n  {}\n  disk: about {} \
+             MiB to write, {} MiB free",
+            datadir.display(),
+            plan.head,
+            plan.state_root,
+            match plan.start {
+                AdoptStart::Fresh => "a new adoption",
+                AdoptStart::Resume => "resumes an interrupted adoption",
+                AdoptStart::Restage => "restages an adoption the v2 node ran past",
+                AdoptStart::CleanupAfterSwitch =>
+                    "finishes the clean-up of an adoption already switched to v1",
+            },
+            plan.needed_bytes >> 20,
+            plan.available_bytes >> 20,
+        );
+        return Ok(());
+    }
     let adopted = adopt_to_v1(datadir, &RethOpener, &source, &progress)?;
     info!(
         target: "reth::cli",
@@ -238,13 +302,25 @@ pub fn run(args: AdoptArgs, data_dir: &ChainPath<DataDirPath>) -> eyre::Result<(
              `reth-hybrid migrate --datadir {}` to finish",
             datadir.display()
         );
+        // The migration verified its own copy; `verify` checks the datadir as a whole.
+        let status = std::process::Command::new(&cli)
+            .args(["verify", "--datadir"])
+            .arg(datadir)
+            .status()
+            .wrap_err_with(|| format!("starting {} verify", cli.display()))?;
+        eyre::ensure!(
+            status.success(),
+            "`reth-hybrid verify` found a problem in the adopted datadir ({status}; its report is \
+             above). Keep the datadir as it is and report this; `reth-hybrid migrate --to mdbx` \
+             gives back a stock v1 datadir"
+        );
     }
     println!(
         "adopted {} at block {}: {}",
         datadir.display(),
         adopted.head,
         match args.to {
-            AdoptTarget::Hybrid => "now a reth-hybrid datadir; check it with `reth-hybrid verify`",
+            AdoptTarget::Hybrid => "now a reth-hybrid datadir, verified",
             AdoptTarget::V1 => "now a stock v1 datadir (`reth node --storage.v2=false`)",
         }
     );
