@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/reth-hybrid/target
 CARGO ?= cargo
 
-.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration bench-seeds bench-scale integration e2e bench-reth
+.PHONY: deps demo test lint check-api-deps fmt bench-engines bench-migration bench-adopt bench-seeds bench-scale integration e2e bench-reth
 
 # Installs what the build needs (libclang as bindgen looks for it, C/C++ compilers, chart font)
 # and says what it found: scripts/deps.
@@ -55,6 +55,11 @@ bench-engines: deps
 # Migration throughput (ours vs row-by-row vs raw copy) on a generated datadir of 10M tx hashes.
 bench-migration: deps
 	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench migration
+
+# Adoption throughput (a storage-v2 twin of a generated datadir of 10M tx, read from disk) vs a
+# raw copy of the same bytes; prints the ratio (docs/benchmarks.md, "Adopting a v2 datadir").
+bench-adopt: deps
+	CARGO_TARGET_DIR=$(HOME)/.cache/reth-hybrid/bench-target $(CARGO) bench -p reth-hybrid-bench --bench adopt
 
 # The hybrid at a real node's scale: generated datadirs of 1M, 10M and 100M transactions (5M
 # accounts with history at 100M), stock and migrated, side by side: tx-hash and historical lookups

@@ -22,9 +22,12 @@ use reth_hybrid_api::{
     raw::RawEngine,
     typed::{Database, TypedDatabase},
 };
-use reth_hybrid_bench::raw_copy::{raw_copy, scan_tables};
-use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
-use reth_hybrid_migrate::{GenerateSpec, MigrateRequest, generate, migrate};
+use reth_hybrid_bench::{
+    generated_template,
+    raw_copy::{raw_copy, scan_tables},
+};
+use reth_hybrid_mdbx::MdbxEngine;
+use reth_hybrid_migrate::{MigrateRequest, migrate};
 use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
 use std::{
     path::{Path, PathBuf},
@@ -43,37 +46,6 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// The generated template datadir, made once per size.
-fn template(root: &Path, tx_millions: f64) -> PathBuf {
-    let txs = (tx_millions * 1e6) as u64;
-    let scale = txs.div_ceil(TXS_PER_BLOCK * 100).max(1);
-    let dir = root.join(format!("template-{scale}x{TXS_PER_BLOCK}"));
-    let done = dir.join("GENERATED");
-    if done.exists() {
-        return dir;
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    eprintln!(
-        "generating {} blocks x {TXS_PER_BLOCK} txs into {} (once)",
-        scale * 100,
-        dir.display()
-    );
-    let t = Instant::now();
-    let engine = MdbxEngine::open(&dir, MdbxOptions::create().with_geometry(Geometry::SMALL))
-        .expect("create datadir");
-    let report = generate(
-        &TypedDatabase::new(engine),
-        &GenerateSpec {
-            txs_per_block: TXS_PER_BLOCK,
-            ..GenerateSpec::new(scale, 1)
-        },
-    )
-    .expect("generate");
-    eprintln!("generated {report:?} in {:.0} s", t.elapsed().as_secs_f64());
-    std::fs::write(&done, format!("{report:?}")).expect("marker");
-    dir
 }
 
 /// Upstream's `reth db migrate-v2` per table: a typed cursor walk (each key and value decoded,
@@ -163,7 +135,7 @@ fn main() {
     } else {
         env_or("RETH_HYBRID_BENCH_TX_MILLIONS", 10.0)
     };
-    let template = template(&root, tx_millions);
+    let template = generated_template(&root, tx_millions, TXS_PER_BLOCK);
     let scratch = tempfile::tempdir_in(&root).expect("scratch");
 
     // Warm the page cache the same way for every method.

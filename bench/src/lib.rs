@@ -7,6 +7,7 @@ pub mod raw_copy;
 pub mod reth_bench;
 pub mod scale;
 pub mod seeds;
+pub mod v2_twin;
 
 /// A deterministic stream of pseudo-random bytes (splitmix64), so every engine sees the same keys.
 #[derive(Debug, Clone)]
@@ -122,4 +123,70 @@ pub fn dir_bytes(dir: &std::path::Path) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
+}
+
+/// The generated v1 template datadir of about `tx_millions` million transactions at
+/// `txs_per_block`, made once per size under `root` (a `GENERATED` marker says it is complete)
+/// and shared by the benchmarks that start from it.
+pub fn generated_template(root: &std::path::Path, tx_millions: f64, txs_per_block: u64) -> PathBuf {
+    use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
+    let txs = (tx_millions * 1e6) as u64;
+    let scale = txs.div_ceil(txs_per_block * 100).max(1);
+    let dir = root.join(format!("template-{scale}x{txs_per_block}"));
+    let done = dir.join("GENERATED");
+    if done.exists() {
+        return dir;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!(
+        "generating {} blocks x {txs_per_block} txs into {} (once)",
+        scale * 100,
+        dir.display()
+    );
+    let t = std::time::Instant::now();
+    let engine = MdbxEngine::open(&dir, MdbxOptions::create().with_geometry(Geometry::SMALL))
+        .expect("create datadir");
+    let report = reth_hybrid_migrate::generate(
+        &reth_hybrid_api::typed::TypedDatabase::new(engine),
+        &reth_hybrid_migrate::GenerateSpec {
+            txs_per_block,
+            ..reth_hybrid_migrate::GenerateSpec::new(scale, 1)
+        },
+    )
+    .expect("generate");
+    eprintln!("generated {report:?} in {:.0} s", t.elapsed().as_secs_f64());
+    std::fs::write(&done, format!("{report:?}")).expect("marker");
+    dir
+}
+
+/// Drops `dir`'s files from the page cache (after syncing them, as dirty pages stay), so the
+/// next reader reads them from disk.
+pub fn evict_from_page_cache(dir: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            evict_from_page_cache(&path);
+        } else if let Ok(file) = std::fs::File::open(&path) {
+            let _ = file.sync_all();
+            // SAFETY: a valid descriptor; advice has no memory effects.
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+    }
+}
+
+/// Copies the tree `from` into the new folder `to`, each file synced.
+pub fn copy_tree_synced(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree_synced(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+            std::fs::File::open(&target)?.sync_all()?;
+        }
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@
 use crate::error::AdoptError;
 use alloy_primitives::{Address, B256};
 use reth_hybrid_api::{
-    Database, DbCursorRO, DbDupCursorRW, DbTx, DbTxMut,
+    Database, DbCursorRO, DbCursorRW, DbDupCursorRW, DbTx, DbTxMut,
     models::{AccountBeforeTx, BlockNumberAddress, StorageEntry},
     raw::RawEngine,
     tables,
@@ -102,6 +102,9 @@ pub fn copy_static_files<E: RawEngine>(
         {
             let mut accounts = tx.cursor_dup_write::<tables::AccountChangeSets>()?;
             let mut storage = tx.cursor_dup_write::<tables::StorageChangeSets>()?;
+            let mut senders_rows = tx.cursor_write::<tables::TransactionSenders>()?;
+            // Appended in tx order; a resumed run skips the senders an earlier one committed.
+            let copied = senders_rows.last()?.map(|(tx_num, _)| tx_num);
             for b in block..=last {
                 for entry in source
                     .account_changesets(b)
@@ -132,8 +135,10 @@ pub fn copy_static_files<E: RawEngine>(
                             .into(),
                         });
                     }
-                    for (i, sender) in senders.into_iter().enumerate() {
-                        tx.put::<tables::TransactionSenders>(body.first_tx_num + i as u64, sender)?;
+                    for (tx_num, sender) in (body.first_tx_num..).zip(senders) {
+                        if copied.is_none_or(|last| tx_num > last) {
+                            senders_rows.append(tx_num, &sender)?;
+                        }
                     }
                 }
             }

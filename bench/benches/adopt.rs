@@ -1,0 +1,248 @@
+//! Adoption throughput (issue 35) on a storage-v2 twin of a generated datadir of (by default)
+//! 10M transactions (`reth_hybrid_bench::v2_twin`: reth's RocksDB tables, a flat stand-in for
+//! the static files, hashed state and packed tries in MDBX), side by side in one run with a raw
+//! copy of the same source bytes:
+//!
+//! - adoption: the whole `adopt_to_v1` call, checks included (the head's state root recomputed
+//!   from the hashed state), the copies from RocksDB and the static files, the plain state
+//!   rebuilt, the changesets checked per block, the tries switched, reth's copies cleared;
+//! - raw copy: every byte adoption reads (reth's RocksDB files, the static files, the hashed
+//!   state and tries' rows) read once and written once to one file, fsynced: the floor for any
+//!   tool that reads the v2 datadir and writes what it read.
+//!
+//! Before each, the source is dropped from the page cache (read from disk). The two alternate
+//! for `RETH_HYBRID_BENCH_ROUNDS` rounds (default 3; the ratio uses medians). Prints
+//! `adopt / raw copy throughput` (target >= 0.70). `RETH_HYBRID_BENCH_TX_MILLIONS` (default 10)
+//! sizes the datadir, generated once with its twin under `RETH_HYBRID_BENCH_DIR` (default
+//! `~/.cache/reth-hybrid/bench-data`). Moving to the hybrid afterwards is `migrate`'s benchmark.
+
+use reth_hybrid_adopt::{Progress, adopt_to_v1};
+use reth_hybrid_api::Tables;
+use reth_hybrid_bench::{
+    copy_tree_synced, dir_bytes, evict_from_page_cache, generated_template,
+    raw_copy::scan_tables,
+    v2_twin::{FlatStaticFiles, OurMdbx, make_v2_twin},
+};
+use reth_hybrid_mdbx::MdbxEngine;
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+const TXS_PER_BLOCK: u64 = 1000;
+
+/// The MDBX tables adoption reads from the twin (besides small ones: checkpoints, bodies).
+const MDBX_SOURCES: [Tables; 4] = [
+    Tables::HashedAccounts,
+    Tables::HashedStorages,
+    Tables::AccountsTrie,
+    Tables::StoragesTrie,
+];
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The v2 twin of `template`, made once.
+fn twin(root: &Path, template: &Path) -> PathBuf {
+    let name = template.file_name().expect("name").to_string_lossy();
+    let dir = root.join(format!("v2-twin-of-{name}"));
+    let done = dir.join("TWIN");
+    if done.exists() {
+        return dir;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let t = Instant::now();
+    let report = make_v2_twin(template, &dir).expect("v2 twin");
+    eprintln!("made {report:?} in {:.0} s", t.elapsed().as_secs_f64());
+    std::fs::write(&done, format!("{report:?}")).expect("marker");
+    dir
+}
+
+/// Reads every byte adoption reads from `twin` and writes it once into `out`, fsynced; returns
+/// seconds and bytes.
+fn raw_copy_of_sources(twin: &Path, out: &Path) -> (f64, u64) {
+    let t = Instant::now();
+    let mut file =
+        std::io::BufWriter::with_capacity(8 << 20, std::fs::File::create(out).expect("create"));
+    let mut bytes = 0u64;
+    fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("list").flatten() {
+            if entry.path().is_dir() {
+                files(&entry.path(), out);
+            } else {
+                out.push(entry.path());
+            }
+        }
+    }
+    let mut sources = Vec::new();
+    files(&twin.join("rocksdb"), &mut sources);
+    files(&twin.join("static"), &mut sources);
+    for path in sources {
+        let mut from = std::fs::File::open(&path).expect("open");
+        bytes += std::io::copy(&mut from, &mut file).expect("copy");
+    }
+    let engine = MdbxEngine::open_read_only(twin).expect("ro");
+    let (_, row_bytes) = scan_tables(&engine, &MDBX_SOURCES, |_, k, v| {
+        file.write_all(&(k.len() as u32).to_le_bytes())
+            .expect("write");
+        file.write_all(k).expect("write");
+        file.write_all(&(v.len() as u32).to_le_bytes())
+            .expect("write");
+        file.write_all(v).expect("write");
+    });
+    let file = file.into_inner().expect("flush");
+    file.sync_all().expect("fsync");
+    let seconds = t.elapsed().as_secs_f64();
+    drop(file);
+    let _ = std::fs::remove_file(out);
+    (seconds, bytes + row_bytes)
+}
+
+/// Prints how long each step of the adoption took.
+struct StepTimes(std::sync::Mutex<Option<(String, Instant, u64)>>);
+
+impl Progress for StepTimes {
+    fn begin(&self, step: &str, _total: Option<u64>) {
+        *self.0.lock().expect("lock") = Some((step.to_string(), Instant::now(), 0));
+    }
+    fn advance(&self, rows: u64) {
+        if let Some(s) = self.0.lock().expect("lock").as_mut() {
+            s.2 += rows;
+        }
+    }
+    fn end(&self) {
+        if let Some((step, t, rows)) = self.0.lock().expect("lock").take() {
+            let secs = t.elapsed().as_secs_f64();
+            eprintln!(
+                "  {step}: {secs:.2} s ({rows} rows, {:.0} rows/s)",
+                rows as f64 / secs.max(1e-9)
+            );
+        }
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` does not: then a small smoke run
+    // in a temporary folder checks the harness without the 10M-transaction datadir.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let smoke_dir = smoke.then(|| tempfile::tempdir().expect("tmp"));
+    let root: PathBuf = match &smoke_dir {
+        Some(d) => d.path().to_path_buf(),
+        None => std::env::var_os("RETH_HYBRID_BENCH_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+                    .join(".cache/reth-hybrid/bench-data")
+            }),
+    };
+    std::fs::create_dir_all(&root).expect("bench dir");
+    let tx_millions: f64 = if smoke {
+        0.02
+    } else {
+        env_or("RETH_HYBRID_BENCH_TX_MILLIONS", 10.0)
+    };
+    let template = generated_template(&root, tx_millions, TXS_PER_BLOCK);
+    let twin = twin(&root, &template);
+    let parts = [
+        (
+            "reth's RocksDB (3 tables)",
+            dir_bytes(&twin.join("rocksdb")),
+        ),
+        (
+            "static files (changesets, senders; flat stand-in)",
+            dir_bytes(&twin.join("static")),
+        ),
+        ("MDBX", dir_bytes(&twin.join("db"))),
+    ];
+    for (name, bytes) in parts {
+        eprintln!("twin {name}: {:.1} MB", bytes as f64 / 1e6);
+    }
+    let scratch = tempfile::tempdir_in(&root).expect("scratch");
+    let rounds: usize = if smoke {
+        1
+    } else {
+        env_or("RETH_HYBRID_BENCH_ROUNDS", 3)
+    };
+    let (mut raws, mut adopts, mut bytes, mut report) = (Vec::new(), Vec::new(), 0, None);
+    for round in 1..=rounds {
+        let work = scratch.path().join("adopt");
+        let _ = std::fs::remove_dir_all(&work);
+        copy_tree_synced(&twin, &work).expect("copy the twin");
+        let mut raw = || {
+            evict_from_page_cache(&twin);
+            let (secs, b) = raw_copy_of_sources(&twin, &scratch.path().join("raw.bin"));
+            bytes = b;
+            eprintln!(
+                "round {round}: raw copy of {:.1} MB: {secs:.2} s",
+                b as f64 / 1e6
+            );
+            raws.push(secs);
+        };
+        // Alternate which goes first.
+        if round % 2 == 1 {
+            raw();
+        }
+        evict_from_page_cache(&work);
+        let files = FlatStaticFiles::open(&work.join("static")).expect("open the static files");
+        let t = Instant::now();
+        report = Some(
+            adopt_to_v1(&work, &OurMdbx, &files, &StepTimes(Default::default())).expect("adopt"),
+        );
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!("round {round}: adopt_to_v1: {secs:.2} s");
+        adopts.push(secs);
+        drop(files);
+        if round % 2 == 0 {
+            raw();
+        }
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    let report = report.expect("one round at least");
+    let (raw, adopt) = (median(&raws), median(&adopts));
+    let txs = report.static_rows.senders;
+    let rows: u64 = report.upstream_rows.iter().map(|r| r.1).sum::<u64>()
+        + report.static_rows.account_changesets
+        + report.static_rows.storage_changesets
+        + report.static_rows.senders
+        + report.plain.accounts
+        + report.plain.storage;
+    println!(
+        "\nadoption of a v2 twin of {txs} transactions, head {} ({rows} rows staged; {:.0} MB \
+         of source bytes); medians of {rounds} alternating rounds, source read from disk",
+        report.head,
+        bytes as f64 / 1e6
+    );
+    println!("| method | seconds | rows/s | MB/s (source bytes) |");
+    println!("|---|---|---|---|");
+    for (name, s) in [
+        ("adopt_to_v1 (checks, copies, rebuild, switch)", adopt),
+        ("raw copy of the same bytes (floor)", raw),
+    ] {
+        println!(
+            "| {name} | {s:.2} | {:.0} | {:.0} |",
+            rows as f64 / s,
+            bytes as f64 / 1e6 / s
+        );
+    }
+    let ratios: Vec<String> = raws
+        .iter()
+        .zip(&adopts)
+        .map(|(r, a)| format!("{:.2}", r / a))
+        .collect();
+    println!(
+        "\nratio adopt / raw copy throughput: {:.2} (medians; per round {}) (target >= 0.70)",
+        raw / adopt,
+        ratios.join(", ")
+    );
+}
