@@ -56,8 +56,9 @@ pub enum AdoptError {
     #[error(
         "{table} holds {mdbx} rows for block {block} after the copy, where the static files \
          record {files}. Nothing was switched: the datadir is still a working v2 datadir. Report \
-         this; rerunning adoption stages the tables anew only after `reth db clear mdbx {table}` \
-         with the stock build"
+         this; to stage the static files' rows anew, clear all three tables they fill with the \
+         stock build (`reth db clear mdbx AccountChangeSets`, then StorageChangeSets and \
+         TransactionSenders) and rerun adoption"
     )]
     ChangesetCount {
         table: Tables,

@@ -247,15 +247,20 @@ fn checked<O: MdbxOpener>(
             "Pass the datadir reth was started with (--datadir).",
         ));
     }
-    if dd.has_hybrid_parts() {
-        return Err(refused(
+    reth_hybrid_hybrid::preflight::check_writable(&dd.root, &[dd.root.join("db")])?;
+    let state = read_state(dd)?;
+    // reth-hybrid's own RocksDB or a migration: refused, except after an adoption's switch,
+    // where a `migrate` run before the clean-up finished does no harm and the clean-up is left.
+    let hybrid_parts = || {
+        refused(
             dd,
             "it already has reth-hybrid's own RocksDB or a migration in progress",
             "Finish or abandon that first (`reth-hybrid migrate`, see docs/migration.md).",
-        ));
+        )
+    };
+    if dd.has_hybrid_parts() && state.is_none() {
+        return Err(hybrid_parts());
     }
-    reth_hybrid_hybrid::preflight::check_writable(&dd.root, &[dd.root.join("db")])?;
-    let state = read_state(dd)?;
     // A read-only open refuses a datadir a running node holds.
     let ro = mdbx.read_only(&dd.root).map_err(open_err(dd))?;
     let tx = ro.begin_ro()?;
@@ -276,6 +281,9 @@ fn checked<O: MdbxOpener>(
             available_bytes: free_bytes(&dd.root).map_err(io(&dd.root))?,
         };
         return Ok((plan, identity));
+    }
+    if dd.has_hybrid_parts() {
+        return Err(hybrid_parts());
     }
     let start = match &state {
         None => AdoptStart::Fresh,
@@ -364,6 +372,20 @@ pub fn adopt_to_v1<O: MdbxOpener>(
         head: plan.head,
         ..Default::default()
     };
+    let mdbx_opener = mdbx;
+    if plan.start == AdoptStart::Restage {
+        // A v2 node ran since the adoption started: what was staged describes an older head.
+        // Cleared before the state file names the new source, so a kill in between restages
+        // again rather than resuming on stale rows.
+        tracing::warn!("the v2 datadir changed since the adoption started; staging it anew");
+        let mdbx = mdbx_opener.read_write(datadir).map_err(open_err(&dd))?;
+        let rw = mdbx.begin_rw()?;
+        for table in STAGED_TABLES {
+            rw.clear(table)?;
+        }
+        rw.commit()?;
+        crash_point!("AdoptAfterRestageClear");
+    }
     if plan.start != AdoptStart::CleanupAfterSwitch {
         let bytes = serde_json::to_vec_pretty(&AdoptState {
             version: 1,
@@ -377,22 +399,10 @@ pub fn adopt_to_v1<O: MdbxOpener>(
         write_atomically(&dd.state_file(), &bytes).map_err(io(&dd.state_file()))?;
         crash_point!("AdoptAfterStateWrite");
     }
-    let mdbx = mdbx.read_write(datadir).map_err(open_err(&dd))?;
+    let mdbx = mdbx_opener.read_write(datadir).map_err(open_err(&dd))?;
     match plan.start {
         AdoptStart::CleanupAfterSwitch => report.resumed_after_switch = true,
-        start => {
-            if start == AdoptStart::Restage {
-                // A v2 node ran since the adoption started: what was staged describes an older
-                // head.
-                tracing::warn!(
-                    "the v2 datadir changed since the adoption started; staging it anew"
-                );
-                let rw = mdbx.begin_rw()?;
-                for table in STAGED_TABLES {
-                    rw.clear(table)?;
-                }
-                rw.commit()?;
-            }
+        _ => {
             let db = TypedDatabase::new(mdbx.clone());
             let upstream = UpstreamRocksDb::open_read_only(&dd.upstream_rocksdb())?
                 .ok_or_else(|| no_upstream_rocksdb(&dd))?;

@@ -129,15 +129,29 @@ pub fn changeset_counts_match<T: DbTx>(
     progress.advance((tip + 1) % 10_000);
     progress.end();
     // A row past the head would be a block the static files do not describe.
-    if let Some(block) = next_account.or(next_storage) {
+    if let Some(block) = next_account {
+        let mut mdbx = 0;
+        while next_account == Some(block) {
+            mdbx += 1;
+            next_account = accounts.next()?.map(|(b, _)| b);
+        }
         return Err(AdoptError::ChangesetCount {
-            table: if next_account.is_some() {
-                Tables::AccountChangeSets
-            } else {
-                Tables::StorageChangeSets
-            },
+            table: Tables::AccountChangeSets,
             block,
-            mdbx: 1,
+            mdbx,
+            files: 0,
+        });
+    }
+    if let Some(block) = next_storage {
+        let mut mdbx = 0;
+        while next_storage == Some(block) {
+            mdbx += 1;
+            next_storage = storage.next()?.map(|(key, _)| key.block_number());
+        }
+        return Err(AdoptError::ChangesetCount {
+            table: Tables::StorageChangeSets,
+            block,
+            mdbx,
             files: 0,
         });
     }

@@ -1003,3 +1003,89 @@ fn an_adoption_killed_at_every_step_resumes_to_the_v1_twins_tables() {
         }
     }
 }
+
+/// A restage (a v2 node ran since staging began) killed right after its clear or right after
+/// its new state file: the rerun must not resume on the stale rows of the older head.
+#[test]
+fn a_restaged_adoption_killed_at_its_clear_or_state_file_restages_to_equal_tables() {
+    let (v1, expected, template, _) = v1_and_v2_twin(2, 10);
+    let head = 200;
+    for point in ["AdoptAfterRestageClear", "AdoptAfterStateWrite"] {
+        let work = tempfile::tempdir().expect("tmp");
+        let dir = work.path().join("v2");
+        common::copy_tree(template.path(), &dir);
+        // Staging began, then stopped part way.
+        assert!(run_adoption_child(
+            &dir,
+            v1.path(),
+            head,
+            Some("AdoptCopyAfterCommit:2".into())
+        ));
+        // A v2 node ran: a checkpoint moved, and a row the older head's staging would not have.
+        {
+            let engine = open(&dir);
+            let tx = engine.begin_rw().expect("rw");
+            tx.put(Tables::StageCheckpoints, b"SomeStage", &[0x01, 0x00])
+                .expect("put");
+            tx.put(
+                Tables::AccountChangeSets,
+                &u64::MAX.to_be_bytes(),
+                &[0u8; 20],
+            )
+            .expect("stale row");
+            tx.commit().expect("commit");
+        }
+        // The restage, killed (the state file's pass is the restage's own: the first run's
+        // was in another process).
+        assert!(
+            run_adoption_child(&dir, v1.path(), head, Some(format!("{point}:1"))),
+            "{point} reached"
+        );
+        assert!(
+            !run_adoption_child(&dir, v1.path(), head, None),
+            "{point}: rerun finishes"
+        );
+        let mut adopted = all_rows(&dir);
+        adopted
+            .get_mut(&Tables::StageCheckpoints)
+            .expect("table")
+            .retain(|(k, _)| k != b"SomeStage");
+        assert_same_rows(
+            &adopted,
+            &expected,
+            &format!("killed at {point} in a restage"),
+        );
+    }
+}
+
+/// Killed after the switch and the clear of reth's copies, then migrated by an operator before
+/// rerunning: the rerun still finishes the clean-up (the static files and the state file), as
+/// the hybrid's own RocksDB is no reason to refuse an adoption that is past its switch.
+#[test]
+fn an_adoption_killed_in_its_clean_up_and_migrated_meanwhile_still_finishes() {
+    let (v1, expected, template, _) = v1_and_v2_twin(1, 12);
+    let head = 100;
+    let work = tempfile::tempdir().expect("tmp");
+    let dir = work.path().join("v2");
+    common::copy_tree(template.path(), &dir);
+    assert!(run_adoption_child(
+        &dir,
+        v1.path(),
+        head,
+        Some("AdoptAfterUpstreamClear:1".into())
+    ));
+    reth_hybrid_migrate::migrate(
+        &dir,
+        &reth_hybrid_migrate::MigrateRequest::new(reth_hybrid_api::EngineKind::RocksDb),
+        &NoProgress,
+    )
+    .expect("migrate");
+    assert!(dir.join(ADOPT_STATE_FILE).exists());
+    assert!(
+        !run_adoption_child(&dir, v1.path(), head, None),
+        "the rerun finishes"
+    );
+    assert!(!dir.join(ADOPT_STATE_FILE).exists());
+    assert!(removed_marker(&dir).exists(), "static files removed");
+    assert_eq!(all_rows(&dir), expected);
+}
