@@ -79,6 +79,17 @@ pub enum AdoptError {
         computed: alloy_primitives::B256,
         expected: alloy_primitives::B256,
     },
+    #[error(
+        "reth's RocksDB holds {table} rows past the head block {head} ({example}): the v2 node \
+         stopped in the middle of saving blocks, which reth heals at its next start. Nothing was \
+         switched: the datadir is still a working v2 datadir. Start the v2 node once and stop it \
+         cleanly, then rerun adoption"
+    )]
+    RowsPastHead {
+        table: Tables,
+        head: u64,
+        example: String,
+    },
     #[error("reading the static files' {what}")]
     StaticFiles {
         what: String,

@@ -406,8 +406,9 @@ pub fn adopt_to_v1<O: MdbxOpener>(
             let db = TypedDatabase::new(mdbx.clone());
             let upstream = UpstreamRocksDb::open_read_only(&dd.upstream_rocksdb())?
                 .ok_or_else(|| no_upstream_rocksdb(&dd))?;
+            let limits = head_limits(&db, report.head)?;
             for table in UPSTREAM_TABLES {
-                let rows = copy_upstream_table(&upstream, &mdbx, table, progress)?;
+                let rows = copy_upstream_table(&upstream, &mdbx, table, limits, progress)?;
                 report.upstream_rows.push((table, rows));
             }
             drop(upstream);
@@ -444,6 +445,25 @@ fn no_upstream_rocksdb(dd: &Datadir) -> AdoptError {
         ),
         "Pass the datadir a storage v2 node wrote (its `rocksdb/` beside `db/`).",
     )
+}
+
+/// The head and its last transaction number, from `BlockBodyIndices` (MDBX in both layouts).
+fn head_limits<E: RawEngine>(
+    db: &TypedDatabase<E>,
+    head: u64,
+) -> Result<upstream_copy::HeadLimits, AdoptError> {
+    use reth_hybrid_api::{Database, DbCursorRO, DbTx};
+    let tx = db.tx()?;
+    let body = tx
+        .cursor_read::<reth_hybrid_api::tables::BlockBodyIndices>()?
+        .seek_exact(head)?
+        .map(|(_, body)| body);
+    // Transactions 0..first + count exist up to the head (its body counts from its first).
+    let last_tx = body
+        .map(|b| b.first_tx_num + b.tx_count)
+        .filter(|&end| end > 0)
+        .map(|end| end - 1);
+    Ok(upstream_copy::HeadLimits { head, last_tx })
 }
 
 /// The head the datadir is at: the `Finish` stage's block.

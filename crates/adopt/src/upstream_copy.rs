@@ -20,12 +20,60 @@ pub const UPSTREAM_TABLES: [Tables; 3] = [
 
 const ROWS_PER_COMMIT: u64 = 200_000;
 
+/// Where the datadir's head is: reth writes its RocksDB before MDBX, so a v2 node stopped in
+/// the middle of saving blocks leaves rows past the head there (healed at its next start). The
+/// copy refuses them rather than carry them into a v1 datadir.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadLimits {
+    pub head: u64,
+    /// The head's last transaction number (`None`: no transaction at all).
+    pub last_tx: Option<u64>,
+}
+
+impl HeadLimits {
+    /// `Some(what)` when the row is past the head.
+    fn past(&self, table: Tables, key: &[u8], value: &[u8]) -> Result<Option<String>, AdoptError> {
+        use reth_hybrid_api::{Decompress, models::IntegerList};
+        let decode = |_| AdoptError::Database(reth_hybrid_api::DatabaseError::decode());
+        Ok(match table {
+            Tables::TransactionHashNumbers => {
+                let tx_num = u64::decompress(value).map_err(decode)?;
+                self.last_tx
+                    .is_none_or(|last| tx_num > last)
+                    .then(|| format!("tx hash {} -> tx {tx_num}", hex::encode(key)))
+            }
+            _ => {
+                // A shard key ends with its highest block (u64::MAX for the open shard).
+                let Some(highest) = key
+                    .len()
+                    .checked_sub(8)
+                    .map(|at| u64::from_be_bytes(key[at..].try_into().unwrap_or_default()))
+                else {
+                    return Ok(None);
+                };
+                let highest = if highest == u64::MAX {
+                    IntegerList::decompress(value)
+                        .map_err(decode)?
+                        .max()
+                        .unwrap_or(0)
+                } else {
+                    highest
+                };
+                (highest > self.head)
+                    .then(|| format!("key {} lists block {highest}", hex::encode(key)))
+            }
+        })
+    }
+}
+
 /// Copies `table` from reth's RocksDB into `mdbx`, resuming after MDBX's last row, then checks
-/// both sides hold the same rows, row by row. Returns the table's rows.
+/// both sides hold the same rows, row by row. Returns the table's rows. A row past the head
+/// ([`HeadLimits`]) stops the copy before its commit.
 pub fn copy_upstream_table<E: RawEngine>(
     upstream: &UpstreamRocksDb,
     mdbx: &E,
     table: Tables,
+    limits: HeadLimits,
     progress: &dyn crate::Progress,
 ) -> Result<u64, AdoptError> {
     progress.begin(
@@ -43,6 +91,13 @@ pub fn copy_upstream_table<E: RawEngine>(
         let mut rows = 0u64;
         let mut last = None;
         upstream.for_each_row::<AdoptError>(table, after.as_deref(), |key, value| {
+            if let Some(example) = limits.past(table, key, value)? {
+                return Err(AdoptError::RowsPastHead {
+                    table,
+                    head: limits.head,
+                    example,
+                });
+            }
             cursor.append(key, value)?;
             rows += 1;
             if rows == ROWS_PER_COMMIT {

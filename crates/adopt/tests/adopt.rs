@@ -13,7 +13,7 @@ use reth_hybrid_adopt::{
     plain_state::{PlainRows, rebuild_plain_state},
     static_files::{SourceError, V2StaticFiles},
     trie::{TrieRows, convert_tries},
-    upstream_copy::{UPSTREAM_TABLES, copy_upstream_table},
+    upstream_copy::{HeadLimits, UPSTREAM_TABLES, copy_upstream_table},
 };
 use reth_hybrid_api::{
     Encode, Tables,
@@ -290,6 +290,12 @@ fn upstream_rocksdb(path: &Path, rows: &Rows) {
     }
 }
 
+/// No head to stay below (the copy alone is under test).
+const NO_LIMITS: HeadLimits = HeadLimits {
+    head: u64::MAX,
+    last_tx: Some(u64::MAX),
+};
+
 #[test]
 fn reth_rocksdb_tables_are_copied_into_mdbx_resumed_and_compared() {
     let dir = generated(2, 11);
@@ -309,7 +315,8 @@ fn reth_rocksdb_tables_are_copied_into_mdbx_resumed_and_compared() {
         .expect("open")
         .expect("exists");
     for table in UPSTREAM_TABLES {
-        let rows = copy_upstream_table(&upstream, &engine, table, &NoProgress).expect("copy");
+        let rows =
+            copy_upstream_table(&upstream, &engine, table, NO_LIMITS, &NoProgress).expect("copy");
         assert_eq!(rows, expected[&table].len() as u64, "{table}");
     }
     drop(engine);
@@ -322,8 +329,14 @@ fn reth_rocksdb_tables_are_copied_into_mdbx_resumed_and_compared() {
         Tables::AccountsHistory,
         &[(vec![0xff; 28], vec![0])],
     );
-    let err = copy_upstream_table(&upstream, &engine, Tables::AccountsHistory, &NoProgress)
-        .expect_err("an extra row");
+    let err = copy_upstream_table(
+        &upstream,
+        &engine,
+        Tables::AccountsHistory,
+        NO_LIMITS,
+        &NoProgress,
+    )
+    .expect_err("an extra row");
     assert!(
         matches!(
             err,
@@ -1088,4 +1101,59 @@ fn an_adoption_killed_in_its_clean_up_and_migrated_meanwhile_still_finishes() {
     assert!(!dir.join(ADOPT_STATE_FILE).exists());
     assert!(removed_marker(&dir).exists(), "static files removed");
     assert_eq!(all_rows(&dir), expected);
+}
+
+/// A v2 node killed in the middle of saving blocks leaves rows past its head in reth's RocksDB
+/// (written before MDBX); adoption refuses to carry them into v1, and the datadir stays v2.
+#[test]
+fn rows_past_the_head_in_reths_rocksdb_are_refused_before_the_switch() {
+    for (table, key, value) in [
+        // A tx hash pointing past the last transaction.
+        (
+            Tables::TransactionHashNumbers,
+            vec![0xee; 32],
+            reth_hybrid_api::table::compress_to_vec(&u64::MAX),
+        ),
+        // An open shard listing a block past the head.
+        (
+            Tables::AccountsHistory,
+            [&[0xee; 20][..], &u64::MAX.to_be_bytes()].concat(),
+            reth_hybrid_api::table::compress_to_vec(
+                &reth_hybrid_api::models::IntegerList::new([5, 101]).expect("list"),
+            ),
+        ),
+    ] {
+        let (_v1, _, v2, files) = v1_and_v2_twin(1, 13);
+        {
+            let names: Vec<&str> = UPSTREAM_TABLES.iter().map(|t| t.name()).collect();
+            let db = rocksdb::DB::open_cf(
+                &rocksdb::Options::default(),
+                v2.path().join("rocksdb"),
+                names,
+            )
+            .expect("open");
+            db.put_cf(db.cf_handle(table.name()).expect("cf"), &key, &value)
+                .expect("put");
+        }
+        let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("past the head");
+        assert!(
+            matches!(err, AdoptError::RowsPastHead { table: t, head: 100, .. } if t == table),
+            "{err}"
+        );
+        assert!(err.to_string().contains("Start the v2 node once"), "{err}");
+        let engine = MdbxEngine::open_read_only(v2.path()).expect("mdbx");
+        let tx = engine.begin_ro().expect("ro");
+        let settings = reth_hybrid_hybrid::control::get_bytes(
+            &tx,
+            reth_hybrid_api::models::STORAGE_SETTINGS_KEY,
+        )
+        .expect("get")
+        .expect("settings");
+        assert!(
+            reth_hybrid_api::models::StorageSettings::from_json_bytes(&settings)
+                .expect("json")
+                .storage_v2,
+            "still v2"
+        );
+    }
 }
