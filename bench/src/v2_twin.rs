@@ -2,9 +2,9 @@
 //! and its test: what reth's v2 layout holds, built from the v1 rows.
 //!
 //! - `db/`: a fresh MDBX with every table but the eight v2 leaves empty (history, tx hashes,
-//!   changesets, senders, plain state), and the tries under v2's packed keys, built here from the
-//!   hashed state (alloy-trie's `HashBuilder`, branch nodes as reth stores them, root excluded);
-//!   `storage_settings` says v2. Written table by table, so the file holds no free pages a real
+//!   changesets, senders, plain state), and the tries under v2's packed keys, derived from the
+//!   hashed state by adoption's own check (`state_trie_of_hashed_state`: branch nodes as reth
+//!   stores them, roots excluded); `storage_settings` says v2. Written table by table, so the file holds no free pages a real
 //!   v2 datadir would not have.
 //! - `rocksdb/`: reth's column families for the three tables, filled by SST ingestion.
 //! - `static/`: a flat stand-in for reth's static files (only reth reads its NippyJar format, and
@@ -14,20 +14,20 @@
 //!   reth's files.
 
 use alloy_primitives::{Address, B256};
-use alloy_trie::{BranchNodeCompact, HashBuilder, Nibbles};
 use reth_hybrid_adopt::{
-    MdbxOpener, OpenError, STAGED_TABLES,
+    MdbxOpener, NoProgress, OpenError, STAGED_TABLES,
     static_files::{SourceError, V2StaticFiles},
     upstream_copy::UPSTREAM_TABLES,
+    verify::{TrieNode, state_trie_of_hashed_state},
 };
 use reth_hybrid_api::{
     Decompress, Tables,
     models::{
-        Account, AccountBeforeTx, PackedStoredNibbles, STORAGE_SETTINGS_KEY, StorageEntry,
-        StorageSettings,
+        AccountBeforeTx, PackedStoredNibbles, STORAGE_SETTINGS_KEY, StorageEntry, StorageSettings,
     },
     raw::{RawCursor, RawCursorMut, RawEngine, RawTx, RawTxMut},
     table::compress_to_vec,
+    typed::TypedTx,
 };
 use reth_hybrid_mdbx::{MdbxEngine, MdbxOptions};
 use std::{
@@ -108,7 +108,7 @@ pub fn make_v2_twin(v1: &Path, out: &Path) -> Result<TwinReport, Box<dyn std::er
         }
         rw.commit()?;
     }
-    let (root, accounts_trie, storages_trie) = write_packed_tries(&tx, &twin)?;
+    let (root, accounts_trie, storages_trie) = write_packed_tries(&source, &twin)?;
     report.state_root = root;
     report.accounts_trie = accounts_trie;
     report.storages_trie = storages_trie;
@@ -138,91 +138,51 @@ fn head_block<T: RawTx>(tx: &T) -> Result<u64, Box<dyn std::error::Error>> {
     })
 }
 
-/// The state root and the tries' branch nodes from the hashed state, written under v2's packed
-/// keys. Returns the root and the rows of each trie table.
-fn write_packed_tries<T: RawTx>(
-    tx: &T,
+/// The state root and the tries' branch nodes from the hashed state (adoption's own derivation,
+/// whose root adoption then checks against the head's), written under v2's packed keys. Returns
+/// the root and the rows of each trie table.
+fn write_packed_tries(
+    source: &MdbxEngine,
     twin: &MdbxEngine,
 ) -> Result<(B256, u64, u64), Box<dyn std::error::Error>> {
+    // Derived in batches of no particular order: sorted here, so the rows go in by append.
+    let mut accounts: BTreeMap<[u8; PackedStoredNibbles::LEN], Vec<u8>> = BTreeMap::new();
+    let mut storages: BTreeMap<(B256, [u8; PackedStoredNibbles::LEN]), Vec<u8>> = BTreeMap::new();
+    let root = state_trie_of_hashed_state(
+        &TypedTx::new(source.begin_ro()?),
+        &NoProgress,
+        &mut |node| {
+            match node {
+                TrieNode::Account { path, node } => {
+                    accounts.insert(PackedStoredNibbles(path).to_array(), compress_to_vec(&node));
+                }
+                TrieNode::Storage {
+                    hashed_address,
+                    path,
+                    node,
+                } => {
+                    storages.insert(
+                        (hashed_address, PackedStoredNibbles(path).to_array()),
+                        compress_to_vec(&node),
+                    );
+                }
+            }
+            Ok(())
+        },
+    )?;
     let rw = twin.begin_rw()?;
-    let mut accounts_builder = HashBuilder::default().with_updates(true);
-    let mut storages_trie = 0u64;
-    {
-        let mut storage_rows = rw.cursor_mut(Tables::StoragesTrie)?;
-        let mut accounts = tx.cursor(Tables::HashedAccounts)?;
-        let mut slots = tx.cursor(Tables::HashedStorages)?;
-        let mut next_slot = slots.first()?;
-        let mut next = accounts.first()?;
-        let mut leaf = Vec::new();
-        while let Some((hashed_address, value)) = next {
-            let account = Account::decompress(&value)?;
-            let mut storage = HashBuilder::default().with_updates(true);
-            let mut any = false;
-            while let Some((key, entry)) = &next_slot {
-                if key.as_slice() > hashed_address.as_slice() {
-                    break;
-                }
-                if *key == hashed_address {
-                    let entry = StorageEntry::decompress(entry)?;
-                    if !entry.value.is_zero() {
-                        storage.add_leaf(
-                            Nibbles::unpack(entry.key),
-                            alloy_rlp::encode_fixed_size(&entry.value).as_ref(),
-                        );
-                        any = true;
-                    }
-                }
-                next_slot = slots.next()?;
-            }
-            let storage_root = if any {
-                storage.root()
-            } else {
-                alloy_trie::EMPTY_ROOT_HASH
-            };
-            for (path, node) in sorted_nodes(storage.split().1) {
-                let value = [
-                    &PackedStoredNibbles(path).to_array()[..],
-                    &compress_to_vec(&node),
-                ]
-                .concat();
-                storage_rows.append_dup(&hashed_address, &value)?;
-                storages_trie += 1;
-            }
-            leaf.clear();
-            alloy_rlp::Encodable::encode(
-                &alloy_trie::TrieAccount {
-                    nonce: account.nonce,
-                    balance: account.balance,
-                    storage_root,
-                    code_hash: account.bytecode_hash.unwrap_or(alloy_trie::KECCAK_EMPTY),
-                },
-                &mut leaf,
-            );
-            accounts_builder.add_leaf(Nibbles::unpack(&hashed_address), &leaf);
-            next = accounts.next()?;
-        }
-    }
-    let root = accounts_builder.root();
-    let mut accounts_trie = 0u64;
     {
         let mut rows = rw.cursor_mut(Tables::AccountsTrie)?;
-        for (path, node) in sorted_nodes(accounts_builder.split().1) {
-            rows.append(
-                &PackedStoredNibbles(path).to_array(),
-                &compress_to_vec(&node),
-            )?;
-            accounts_trie += 1;
+        for (key, node) in &accounts {
+            rows.append(key, node)?;
+        }
+        let mut rows = rw.cursor_mut(Tables::StoragesTrie)?;
+        for ((hashed_address, subkey), node) in &storages {
+            rows.append_dup(hashed_address.as_slice(), &[&subkey[..], node].concat())?;
         }
     }
     rw.commit()?;
-    Ok((root, accounts_trie, storages_trie))
-}
-
-/// Branch nodes in key order, the root's (empty path) left out as reth leaves it out.
-fn sorted_nodes(
-    nodes: impl IntoIterator<Item = (Nibbles, BranchNodeCompact)>,
-) -> BTreeMap<Nibbles, BranchNodeCompact> {
-    nodes.into_iter().filter(|(p, _)| !p.is_empty()).collect()
+    Ok((root, accounts.len() as u64, storages.len() as u64))
 }
 
 /// reth's column families for the three tables, each filled by one ingested SST file.
@@ -440,6 +400,10 @@ impl V2StaticFiles for FlatStaticFiles {
     }
     fn changesets_end(&self) -> Option<u64> {
         Some(self.head)
+    }
+    fn senders_end(&self) -> Option<u64> {
+        let senders = self.senders.metadata().ok()?.len() / SENDER as u64;
+        senders.checked_sub(1)
     }
     fn changeset_counts(&self, block: u64) -> Result<(u64, u64), SourceError> {
         Ok(self

@@ -80,6 +80,18 @@ pub enum AdoptError {
         expected: alloy_primitives::B256,
     },
     #[error(
+        "{table} of {datadir} does not match its hashed state: {problem}. The state itself \
+         matches the head's state root, but reth builds each new block's root on the stored \
+         nodes, so the adopted node would fail at its next block. Nothing was changed. Rebuild \
+         the tries with the stock build (`reth stage drop --datadir <datadir> merkle`, then \
+         start the v2 node until its pipeline finishes and stop it cleanly), then adopt"
+    )]
+    Trie {
+        datadir: PathBuf,
+        table: Tables,
+        problem: String,
+    },
+    #[error(
         "reth's RocksDB holds {table} rows past the head block {head} ({example}): the v2 node \
          stopped in the middle of saving blocks, which reth heals at its next start. Nothing was \
          switched: the datadir is still a working v2 datadir. Start the v2 node once and stop it \

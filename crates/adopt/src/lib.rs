@@ -33,7 +33,7 @@ use reth_hybrid_api::{
     Tables,
     models::{STORAGE_SETTINGS_KEY, StorageSettings},
     raw::{RawCursor, RawEngine, RawTx, RawTxMut},
-    typed::{TypedDatabase, TypedTx},
+    typed::TypedDatabase,
 };
 use reth_hybrid_hybrid::{
     control::{get_bytes, put_bytes},
@@ -118,6 +118,10 @@ const PRUNED_REFUSED: [&str; 5] = [
     "Bodies",
 ];
 
+/// The adoption state's format: 2 since the stored tries are checked with the state root (a
+/// version 1 state's root is not reused, so a resumed run checks the tries too).
+const STATE_VERSION: u32 = 2;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct AdoptState {
     version: u32,
@@ -183,12 +187,22 @@ fn read_state(dd: &Datadir) -> Result<Option<AdoptState>, AdoptError> {
     let path = dd.state_file();
     match std::fs::read(&path) {
         Ok(bytes) => {
-            serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| AdoptError::UnreadableState {
-                    path,
+            let state: AdoptState =
+                serde_json::from_slice(&bytes).map_err(|e| AdoptError::UnreadableState {
+                    path: path.clone(),
                     reason: e.to_string(),
-                })
+                })?;
+            if state.version > STATE_VERSION {
+                return Err(AdoptError::UnreadableState {
+                    path,
+                    reason: format!(
+                        "format version {} is newer than this build's {STATE_VERSION}: finish \
+                         the adoption with the reth-hybrid build that started it",
+                        state.version
+                    ),
+                });
+            }
+            Ok(Some(state))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io(&path)(e)),
@@ -324,9 +338,17 @@ fn checked<O: MdbxOpener>(
     }
     // Last, as it reads the whole state: the head's root from the hashed state alone (once:
     // a resumed run adopts the state the first run checked).
-    let state_root = match state.as_ref().and_then(|s| s.state_root) {
-        Some(root) if start == AdoptStart::Resume => root,
-        _ => verify::state_root_of_hashed_state(&TypedTx::new(tx), progress)?,
+    let (state_root, trie_mismatch) = match state.as_ref().and_then(|s| s.state_root) {
+        // Version 1 states predate the trie check: their resumed runs check again.
+        Some(root)
+            if start == AdoptStart::Resume && state.as_ref().is_some_and(|s| s.version >= 2) =>
+        {
+            (root, None)
+        }
+        _ => {
+            let check = verify::check_state(tx, progress)?;
+            (check.root, check.trie_mismatch)
+        }
     };
     let expected = source
         .state_root(head)
@@ -340,6 +362,13 @@ fn checked<O: MdbxOpener>(
             block: head,
             computed: state_root,
             expected,
+        });
+    }
+    if let Some(mismatch) = trie_mismatch {
+        return Err(AdoptError::Trie {
+            datadir: dd.root.clone(),
+            table: mismatch.table,
+            problem: mismatch.problem,
         });
     }
     Ok((
@@ -388,7 +417,7 @@ pub fn adopt_to_v1<O: MdbxOpener>(
     }
     if plan.start != AdoptStart::CleanupAfterSwitch {
         let bytes = serde_json::to_vec_pretty(&AdoptState {
-            version: 1,
+            version: STATE_VERSION,
             source: identity,
             state_root: Some(plan.state_root),
         })
@@ -406,7 +435,7 @@ pub fn adopt_to_v1<O: MdbxOpener>(
             let db = TypedDatabase::new(mdbx.clone());
             let upstream = UpstreamRocksDb::open_read_only(&dd.upstream_rocksdb())?
                 .ok_or_else(|| no_upstream_rocksdb(&dd))?;
-            let limits = head_limits(&db, report.head)?;
+            let limits = head_limits(&mdbx.begin_ro()?, report.head)?;
             for table in UPSTREAM_TABLES {
                 let rows = copy_upstream_table(&upstream, &mdbx, table, limits, progress)?;
                 report.upstream_rows.push((table, rows));
@@ -448,16 +477,13 @@ fn no_upstream_rocksdb(dd: &Datadir) -> AdoptError {
 }
 
 /// The head and its last transaction number, from `BlockBodyIndices` (MDBX in both layouts).
-fn head_limits<E: RawEngine>(
-    db: &TypedDatabase<E>,
-    head: u64,
-) -> Result<upstream_copy::HeadLimits, AdoptError> {
-    use reth_hybrid_api::{Database, DbCursorRO, DbTx};
-    let tx = db.tx()?;
+fn head_limits<T: RawTx>(tx: &T, head: u64) -> Result<upstream_copy::HeadLimits, AdoptError> {
+    use reth_hybrid_api::{Decompress, models::StoredBlockBodyIndices};
     let body = tx
-        .cursor_read::<reth_hybrid_api::tables::BlockBodyIndices>()?
-        .seek_exact(head)?
-        .map(|(_, body)| body);
+        .get(Tables::BlockBodyIndices, &head.to_be_bytes())?
+        .map(|v| StoredBlockBodyIndices::decompress(&v))
+        .transpose()
+        .map_err(|_| reth_hybrid_api::DatabaseError::decode())?;
     // Transactions 0..first + count exist up to the head (its body counts from its first).
     let last_tx = body
         .map(|b| b.first_tx_num + b.tx_count)
@@ -480,7 +506,8 @@ fn head_block<T: RawTx>(tx: &T) -> Result<u64, AdoptError> {
         .unwrap_or(0))
 }
 
-/// A pruned datadir, static files behind the head, an unknown RocksDB family with rows.
+/// A pruned datadir, static files (changesets or senders) behind the head, an unknown RocksDB
+/// family with rows.
 fn refuse_unadoptable<T: RawTx>(
     dd: &Datadir,
     tx: &T,
@@ -521,6 +548,23 @@ fn refuse_unadoptable<T: RawTx>(
                 source
                     .changesets_end()
                     .map_or("none".to_string(), |b| b.to_string())
+            ),
+            "Start the v2 node once and stop it cleanly (it heals the datadir), then adopt.",
+        ));
+    }
+    // Senders are read by transaction: a segment that ends early would leave v1 without them.
+    let last_tx = head_limits(tx, head)?.last_tx;
+    if let Some(last_tx) = last_tx
+        && source.senders_end().is_none_or(|end| end < last_tx)
+    {
+        return Err(refused(
+            dd,
+            format!(
+                "its static files hold senders up to transaction {}, below its head's last \
+                 transaction {last_tx}: reth's consistency check would unwind it",
+                source
+                    .senders_end()
+                    .map_or("none".to_string(), |t| t.to_string())
             ),
             "Start the v2 node once and stop it cleanly (it heals the datadir), then adopt.",
         ));

@@ -27,6 +27,9 @@ pub trait V2StaticFiles {
     /// The last block both changeset segments hold (`None`: no changesets at all). reth's
     /// readers answer "no changes" for a block past the files, so adoption checks this first.
     fn changesets_end(&self) -> Option<u64>;
+    /// The last transaction the senders segment holds (`None`: no senders at all); adoption
+    /// checks it against the head's last transaction before it stages anything.
+    fn senders_end(&self) -> Option<u64>;
     /// The account and storage changes the static files record for `block` in their own
     /// index (reth's changeset offsets), to check the copied rows against.
     fn changeset_counts(&self, block: u64) -> Result<(u64, u64), SourceError>;

@@ -14,11 +14,14 @@ use reth_hybrid_adopt::{
     static_files::{SourceError, V2StaticFiles},
     trie::{TrieRows, convert_tries},
     upstream_copy::{HeadLimits, UPSTREAM_TABLES, copy_upstream_table},
+    verify::{TrieNode, state_trie_of_hashed_state},
 };
 use reth_hybrid_api::{
     Encode, Tables,
     models::{PackedStoredNibbles, StoredNibbles, StoredNibblesSubKey},
     raw::{RawCursor, RawCursorMut, RawEngine, RawTx, RawTxMut},
+    table::compress_to_vec,
+    typed::TypedTx,
 };
 use reth_hybrid_mdbx::{MdbxEngine, MdbxOptions};
 use reth_hybrid_rocksdb::UpstreamRocksDb;
@@ -394,6 +397,9 @@ impl V2StaticFiles for MemoryStaticFiles {
     fn changesets_end(&self) -> Option<u64> {
         self.end
     }
+    fn senders_end(&self) -> Option<u64> {
+        self.senders.keys().next_back().copied()
+    }
     fn changeset_counts(&self, block: u64) -> Result<(u64, u64), SourceError> {
         let n = |rows: Option<usize>| rows.unwrap_or(0) as u64;
         Ok((
@@ -497,6 +503,61 @@ fn static_files_of(v1: &Path, head: u64) -> MemoryStaticFiles {
     files
 }
 
+/// The branch nodes a full rebuild derives from a datadir's hashed state (adoption's own
+/// derivation; its root is checked against `alloy_trie::root::state_root_unhashed` of the plain
+/// state by every adoption below).
+fn derived_tries(engine: &MdbxEngine) -> Vec<TrieNode> {
+    let mut nodes = Vec::new();
+    state_trie_of_hashed_state(
+        &TypedTx::new(engine.begin_ro().expect("ro")),
+        &NoProgress,
+        &mut |node| {
+            nodes.push(node);
+            Ok(())
+        },
+    )
+    .expect("derive");
+    assert!(
+        nodes.iter().any(|n| matches!(n, TrieNode::Storage { .. })),
+        "the generated state has storage tries"
+    );
+    nodes
+}
+
+/// Replaces both tries with `nodes`, under v2's packed keys or v1's.
+fn write_tries(engine: &MdbxEngine, nodes: &[TrieNode], packed: bool) {
+    clear(engine, &[Tables::AccountsTrie, Tables::StoragesTrie]);
+    let tx = engine.begin_rw().expect("rw");
+    for node in nodes {
+        match node {
+            TrieNode::Account { path, node } => {
+                let key = if packed {
+                    PackedStoredNibbles(*path).to_array().to_vec()
+                } else {
+                    StoredNibbles(*path).encode().to_vec()
+                };
+                tx.put(Tables::AccountsTrie, &key, &compress_to_vec(node))
+                    .expect("put");
+            }
+            TrieNode::Storage {
+                hashed_address,
+                path,
+                node,
+            } => {
+                let subkey = if packed {
+                    PackedStoredNibbles(*path).to_array().to_vec()
+                } else {
+                    StoredNibblesSubKey(*path).encode().to_vec()
+                };
+                let value = [&subkey[..], &compress_to_vec(node)].concat();
+                tx.put(Tables::StoragesTrie, hashed_address.as_slice(), &value)
+                    .expect("put");
+            }
+        }
+    }
+    tx.commit().expect("commit");
+}
+
 /// A generated v1 datadir with tries (v1 keys), its rows, and its v2 twin in another folder:
 /// the three tables in a reth-style `rocksdb/`, changesets and senders in memory, no plain
 /// state, packed tries, storage_v2 = true.
@@ -511,7 +572,6 @@ fn v1_and_v2_twin(
 ) {
     use reth_hybrid_api::models::StorageSettings;
     let v1 = generated(scale, seed);
-    let owner = keccak256([9u8]);
     // Stage progress as each layout's pipeline leaves it (block numbers equal): v1 counts every
     // row processed, v2 no senders or tx hashes of its own and no hashing progress.
     let progress = |v2: bool, accounts: u64, slots: u64, txs: u64| {
@@ -576,19 +636,8 @@ fn v1_and_v2_twin(
         tx.commit().expect("commit");
     };
     set_progress(&open(v1.path()), false);
-    {
-        let engine = open(v1.path());
-        let tx = engine.begin_rw().expect("rw");
-        for (i, path) in paths().into_iter().enumerate() {
-            let node = vec![0x00, 0x03, 0x00, 0x00, 0x00, 0x00, i as u8];
-            tx.put(Tables::AccountsTrie, &StoredNibbles(path).encode(), &node)
-                .expect("put");
-            let value = [&StoredNibblesSubKey(path).encode()[..], &node].concat();
-            tx.put(Tables::StoragesTrie, owner.as_slice(), &value)
-                .expect("put");
-        }
-        tx.commit().expect("commit");
-    }
+    let tries = derived_tries(&open(v1.path()));
+    write_tries(&open(v1.path()), &tries, false);
     let expected = all_rows(v1.path());
 
     let v2 = tempfile::tempdir().expect("tmp");
@@ -598,20 +647,8 @@ fn v1_and_v2_twin(
     let engine = open(v2.path());
     set_progress(&engine, true);
     clear(&engine, &reth_hybrid_adopt::STAGED_TABLES);
-    clear(&engine, &[Tables::AccountsTrie, Tables::StoragesTrie]);
+    write_tries(&engine, &tries, true);
     let tx = engine.begin_rw().expect("rw");
-    for (i, path) in paths().into_iter().enumerate() {
-        let node = vec![0x00, 0x03, 0x00, 0x00, 0x00, 0x00, i as u8];
-        tx.put(
-            Tables::AccountsTrie,
-            &PackedStoredNibbles(path).to_array(),
-            &node,
-        )
-        .expect("put");
-        let value = [&PackedStoredNibbles(path).to_array()[..], &node].concat();
-        tx.put(Tables::StoragesTrie, owner.as_slice(), &value)
-            .expect("put");
-    }
     reth_hybrid_hybrid::control::put_bytes(
         &tx,
         reth_hybrid_api::models::STORAGE_SETTINGS_KEY,
@@ -631,10 +668,11 @@ fn a_v2_datadir_adopted_equals_its_v1_twin_table_by_table_then_migrates() {
     assert_eq!(
         report.tries,
         TrieRows {
-            accounts_trie: 8,
-            storages_trie: 8
+            accounts_trie: expected[&Tables::AccountsTrie].len() as u64,
+            storages_trie: expected[&Tables::StoragesTrie].len() as u64,
         }
     );
+    assert!(report.tries.accounts_trie > 16 && report.tries.storages_trie > 0);
     assert!(files.removed.load(std::sync::atomic::Ordering::SeqCst));
     assert!(!v2.path().join(ADOPT_STATE_FILE).exists());
     assert_same_rows(
@@ -715,6 +753,122 @@ fn an_interrupted_adoption_resumes_and_restarts_when_the_v2_node_ran_in_between(
     assert_same_rows(&adopted, &expected, "the stale row went with the restart");
 }
 
+/// Changes one row of a v2 twin's tries with `change` (a read-write transaction on MDBX).
+fn damage_tries(datadir: &Path, change: impl FnOnce(&<MdbxEngine as RawEngine>::TxMut)) {
+    let engine = open(datadir);
+    let tx = engine.begin_rw().expect("rw");
+    change(&tx);
+    tx.commit().expect("commit");
+}
+
+#[test]
+fn a_stored_trie_that_differs_from_the_state_is_refused_before_anything_is_written() {
+    let refused = |datadir: &Path, files: &MemoryStaticFiles, table: Tables, says: &str| {
+        let before = common::files(datadir);
+        let err = adopt_to_v1(datadir, files, &NoProgress).expect_err("damaged trie");
+        match &err {
+            AdoptError::Trie {
+                table: t, problem, ..
+            } => {
+                assert_eq!(*t, table, "{err}");
+                assert!(problem.contains(says), "{err}");
+            }
+            other => panic!("expected a trie refusal, got: {other}"),
+        }
+        assert!(err.to_string().contains("Nothing was changed"), "{err}");
+        assert!(err.to_string().contains("stage drop"), "{err}");
+        assert_eq!(common::files(datadir), before, "nothing written");
+    };
+
+    // A storage trie node with one hash byte flipped: the state root (from the hashed state) is
+    // still right, only the stored node is wrong.
+    let (_v1, _, v2, files) = v1_and_v2_twin(1, 14);
+    damage_tries(v2.path(), |tx| {
+        let mut cursor = tx.cursor_mut(Tables::StoragesTrie).expect("cursor");
+        let (key, mut value) = cursor.last().expect("last").expect("a storage node");
+        *value.last_mut().expect("byte") ^= 0x01;
+        cursor.delete_current().expect("delete");
+        drop(cursor);
+        tx.put(Tables::StoragesTrie, &key, &value).expect("put");
+    });
+    refused(
+        v2.path(),
+        &files,
+        Tables::StoragesTrie,
+        "where the state gives",
+    );
+
+    // An account trie node missing.
+    let (_v1, _, v2, files) = v1_and_v2_twin(1, 14);
+    damage_tries(v2.path(), |tx| {
+        let mut cursor = tx.cursor_mut(Tables::AccountsTrie).expect("cursor");
+        cursor.first().expect("first").expect("an account node");
+        cursor.delete_current().expect("delete");
+    });
+    refused(v2.path(), &files, Tables::AccountsTrie, "no node at path");
+
+    // A stale node the state does not derive (every derived one is right).
+    let (_v1, _, v2, files) = v1_and_v2_twin(1, 14);
+    damage_tries(v2.path(), |tx| {
+        let path = Nibbles::from_nibbles([0xf; 40]);
+        tx.put(
+            Tables::AccountsTrie,
+            &PackedStoredNibbles(path).to_array(),
+            &[0x00, 0x03, 0x00, 0x00, 0x00, 0x00],
+        )
+        .expect("put");
+    });
+    refused(v2.path(), &files, Tables::AccountsTrie, "stale");
+}
+
+#[test]
+fn a_resumed_adoption_checks_the_tries_again_unless_its_state_file_says_it_did() {
+    let (_v1, expected, v2, mut files) = v1_and_v2_twin(2, 15);
+    files.fail_at = Some(150);
+    adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("interrupted");
+    files.fail_at = None;
+    let state_path = v2.path().join(ADOPT_STATE_FILE);
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&state_path).expect("state")).expect("json");
+    assert_eq!(state["version"], 2, "{state}");
+    let with_version = |version: u64| {
+        let mut state = state.clone();
+        state["version"] = version.into();
+        std::fs::write(&state_path, serde_json::to_vec(&state).expect("json")).expect("write");
+    };
+
+    // A state file from a newer build is not guessed at.
+    with_version(3);
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("newer state");
+    assert!(
+        matches!(err, AdoptError::UnreadableState { .. }) && err.to_string().contains("newer"),
+        "{err}"
+    );
+
+    // Version 1 predates the trie check: the resumed run checks (and here refuses a damaged
+    // node), where a version 2 state's run would trust its first run's check.
+    with_version(1);
+    let (key, value) = {
+        let engine = open(v2.path());
+        let tx = engine.begin_ro().expect("ro");
+        let mut cursor = tx.cursor(Tables::AccountsTrie).expect("cursor");
+        cursor.last().expect("last").expect("an account node")
+    };
+    let mut damaged = value.clone();
+    *damaged.last_mut().expect("byte") ^= 0x01;
+    damage_tries(v2.path(), |tx| {
+        tx.put(Tables::AccountsTrie, &key, &damaged).expect("put")
+    });
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("checked again");
+    assert!(matches!(err, AdoptError::Trie { .. }), "{err}");
+
+    damage_tries(v2.path(), |tx| {
+        tx.put(Tables::AccountsTrie, &key, &value).expect("put")
+    });
+    adopt_to_v1(v2.path(), &files, &NoProgress).expect("resume");
+    assert_same_rows(&all_rows(v2.path()), &expected, "resumed");
+}
+
 #[test]
 fn adoption_refusals_change_nothing() {
     // A pruned node.
@@ -752,6 +906,20 @@ fn adoption_refusals_change_nothing() {
     assert!(matches!(err, AdoptError::NotStorageV2 { .. }), "{err}");
     assert!(err.to_string().contains("reth-hybrid migrate"), "{err}");
     assert_eq!(common::files(v1.path()), before);
+
+    // A senders segment that ends before the head's last transaction.
+    let (_v1, _, v2, mut files) = v1_and_v2_twin(1, 3);
+    let (last_tx, _) = files.senders.pop_last().expect("senders");
+    let before = common::files(v2.path());
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("senders behind");
+    assert!(
+        err.to_string().contains(&format!(
+            "senders up to transaction {}, below its head's last transaction {last_tx}",
+            last_tx - 1
+        )),
+        "{err}"
+    );
+    assert_eq!(common::files(v2.path()), before);
 
     // Rows where v2 keeps none.
     let (_v1, _, v2, files) = v1_and_v2_twin(1, 3);

@@ -220,7 +220,8 @@ pub async fn run(args: Args) -> eyre::Result<()> {
     );
     let migrate_secs = started.elapsed().as_secs_f64();
     // The dry run checks everything (the head's state root recomputed from reth's hashed state
-    // against its header included) and changes nothing.
+    // against its header, and reth's stored tries against the nodes that derives) and changes
+    // nothing.
     let cli = args.cli.to_string_lossy().into_owned();
     let before = stored_bytes(&v2)?;
     run_to_end(
@@ -232,7 +233,9 @@ pub async fn run(args: Args) -> eyre::Result<()> {
     )?;
     let said = fs::read_to_string(log("adopt-dry-run"))?;
     ensure!(
-        said.contains("can be adopted") && said.contains("equal to the header's"),
+        said.contains("can be adopted")
+            && said.contains("equal to the header's")
+            && said.contains("the stored tries equal"),
         "adopt-v2 --dry-run did not report a passing check; its log: {}",
         log("adopt-dry-run").display()
     );

@@ -44,8 +44,8 @@ pub struct AdoptArgs {
     /// from PATH).
     #[arg(long)]
     cli: Option<PathBuf>,
-    /// Run every refusal and check (the head's state root included), print the plan and the
-    /// disk estimate, and change nothing.
+    /// Run every refusal and check (the head's state root and the stored tries included), print
+    /// the plan and the disk estimate, and change nothing.
     #[arg(long)]
     dry_run: bool,
 }
@@ -115,6 +115,11 @@ impl V2StaticFiles for RethStaticFiles {
             (Some(accounts), Some(storage)) => Some(accounts.min(storage)),
             (accounts, storage) => accounts.or(storage),
         }
+    }
+
+    fn senders_end(&self) -> Option<u64> {
+        self.provider
+            .get_highest_static_file_tx(StaticFileSegment::TransactionSenders)
     }
 
     fn changeset_counts(&self, block: u64) -> Result<(u64, u64), SourceError> {
@@ -248,7 +253,8 @@ pub fn run(args: AdoptArgs, data_dir: &ChainPath<DataDirPath>) -> eyre::Result<(
         let plan = check_adoption(datadir, &RethOpener, &source, &progress)?;
         println!(
             "dry run: {} can be adopted (nothing was changed)\n  head block {}, state root {} \
-             recomputed from the hashed state and equal to the header's\n  {}\n  disk: about {} \
+             recomputed from the hashed state and equal to the header's; \
+             the stored tries equal the ones it derives\n  {}\n  disk: about {} \
              MiB to write, {} MiB free",
             datadir.display(),
             plan.head,
