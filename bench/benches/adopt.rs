@@ -19,13 +19,12 @@
 use reth_hybrid_adopt::{Progress, adopt_to_v1};
 use reth_hybrid_api::Tables;
 use reth_hybrid_bench::{
-    copy_tree_synced, dir_bytes, evict_from_page_cache, generated_template,
-    raw_copy::scan_tables,
+    BenchData, copy_tree_synced, dir_bytes, env_or, evict_from_page_cache, generated_template,
+    raw_copy::{scan_tables, write_row},
     v2_twin::{FlatStaticFiles, OurMdbx, make_v2_twin},
 };
 use reth_hybrid_mdbx::MdbxEngine;
 use std::{
-    io::Write,
     path::{Path, PathBuf},
     time::Instant,
 };
@@ -39,13 +38,6 @@ const MDBX_SOURCES: [Tables; 4] = [
     Tables::AccountsTrie,
     Tables::StoragesTrie,
 ];
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// The v2 twin of `template`, made once.
 fn twin(root: &Path, template: &Path) -> PathBuf {
@@ -87,14 +79,7 @@ fn raw_copy_of_sources(twin: &Path, out: &Path) -> (f64, u64) {
         bytes += std::io::copy(&mut from, &mut file).expect("copy");
     }
     let engine = MdbxEngine::open_read_only(twin).expect("ro");
-    let (_, row_bytes) = scan_tables(&engine, &MDBX_SOURCES, |_, k, v| {
-        file.write_all(&(k.len() as u32).to_le_bytes())
-            .expect("write");
-        file.write_all(k).expect("write");
-        file.write_all(&(v.len() as u32).to_le_bytes())
-            .expect("write");
-        file.write_all(v).expect("write");
-    });
+    let (_, row_bytes) = scan_tables(&engine, &MDBX_SOURCES, |_, k, v| write_row(&mut file, k, v));
     let file = file.into_inner().expect("flush");
     file.sync_all().expect("fsync");
     let seconds = t.elapsed().as_secs_f64();
@@ -103,25 +88,47 @@ fn raw_copy_of_sources(twin: &Path, out: &Path) -> (f64, u64) {
     (seconds, bytes + row_bytes)
 }
 
-/// Prints how long each step of the adoption took.
-struct StepTimes(std::sync::Mutex<Option<(String, Instant, u64)>>);
+/// Prints how long each step of the adoption took, and the time between steps (the checks and
+/// opens no step reports) where it is more than a tenth of a second.
+struct StepTimes {
+    step: std::sync::Mutex<Option<(String, Instant, u64)>>,
+    last_end: std::sync::Mutex<Instant>,
+}
+
+impl StepTimes {
+    fn new() -> Self {
+        Self {
+            step: Default::default(),
+            last_end: std::sync::Mutex::new(Instant::now()),
+        }
+    }
+}
 
 impl Progress for StepTimes {
     fn begin(&self, step: &str, _total: Option<u64>) {
-        *self.0.lock().expect("lock") = Some((step.to_string(), Instant::now(), 0));
+        let gap = self.last_end.lock().expect("lock").elapsed().as_secs_f64();
+        if gap > 0.1 {
+            eprintln!("  (between steps, before \"{step}\": {gap:.2} s)");
+        }
+        *self.step.lock().expect("lock") = Some((step.to_string(), Instant::now(), 0));
     }
     fn advance(&self, rows: u64) {
-        if let Some(s) = self.0.lock().expect("lock").as_mut() {
+        if let Some(s) = self.step.lock().expect("lock").as_mut() {
             s.2 += rows;
         }
     }
     fn end(&self) {
-        if let Some((step, t, rows)) = self.0.lock().expect("lock").take() {
+        if let Some((step, t, rows)) = self.step.lock().expect("lock").take() {
+            *self.last_end.lock().expect("lock") = Instant::now();
             let secs = t.elapsed().as_secs_f64();
-            eprintln!(
-                "  {step}: {secs:.2} s ({rows} rows, {:.0} rows/s)",
-                rows as f64 / secs.max(1e-9)
-            );
+            if rows == 0 {
+                eprintln!("  {step}: {secs:.2} s");
+            } else {
+                eprintln!(
+                    "  {step}: {secs:.2} s ({rows} rows or blocks, {:.0}/s)",
+                    rows as f64 / secs.max(1e-9)
+                );
+            }
         }
     }
 }
@@ -133,26 +140,9 @@ fn median(v: &[f64]) -> f64 {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; `cargo test --all-targets` does not: then a small smoke run
-    // in a temporary folder checks the harness without the 10M-transaction datadir.
-    let smoke = !std::env::args().any(|a| a == "--bench");
-    let smoke_dir = smoke.then(|| tempfile::tempdir().expect("tmp"));
-    let root: PathBuf = match &smoke_dir {
-        Some(d) => d.path().to_path_buf(),
-        None => std::env::var_os("RETH_HYBRID_BENCH_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                    .join(".cache/reth-hybrid/bench-data")
-            }),
-    };
-    std::fs::create_dir_all(&root).expect("bench dir");
-    let tx_millions: f64 = if smoke {
-        0.02
-    } else {
-        env_or("RETH_HYBRID_BENCH_TX_MILLIONS", 10.0)
-    };
-    let template = generated_template(&root, tx_millions, TXS_PER_BLOCK);
+    let data = BenchData::from_args();
+    let (smoke, root) = (data.smoke, data.root.clone());
+    let template = generated_template(&root, data.tx_millions, TXS_PER_BLOCK);
     let twin = twin(&root, &template);
     let parts = [
         (
@@ -196,9 +186,7 @@ fn main() {
         evict_from_page_cache(&work);
         let files = FlatStaticFiles::open(&work.join("static")).expect("open the static files");
         let t = Instant::now();
-        report = Some(
-            adopt_to_v1(&work, &OurMdbx, &files, &StepTimes(Default::default())).expect("adopt"),
-        );
+        report = Some(adopt_to_v1(&work, &OurMdbx, &files, &StepTimes::new()).expect("adopt"));
         let secs = t.elapsed().as_secs_f64();
         eprintln!("round {round}: adopt_to_v1: {secs:.2} s");
         adopts.push(secs);

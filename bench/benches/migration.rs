@@ -23,16 +23,13 @@ use reth_hybrid_api::{
     typed::{Database, TypedDatabase},
 };
 use reth_hybrid_bench::{
-    generated_template,
+    BenchData, env_or, generated_template,
     raw_copy::{raw_copy, scan_tables},
 };
 use reth_hybrid_mdbx::MdbxEngine;
 use reth_hybrid_migrate::{MigrateRequest, migrate};
 use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
-use std::{
-    path::{Path, PathBuf},
-    time::Instant,
-};
+use std::{path::Path, time::Instant};
 
 const TABLES: [Tables; 3] = [
     Tables::TransactionHashNumbers,
@@ -40,13 +37,6 @@ const TABLES: [Tables; 3] = [
     Tables::StoragesHistory,
 ];
 const TXS_PER_BLOCK: u64 = 1000;
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Upstream's `reth db migrate-v2` per table: a typed cursor walk (each key and value decoded,
 /// then encoded again), `put` into a WriteBatch committed (synced WAL) every 512 MiB, a flush.
@@ -116,26 +106,9 @@ impl reth_hybrid_migrate::Progress for StepTimes {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; `cargo test --all-targets` does not: then a small smoke run
-    // in a temporary folder checks the harness without the 10M-row datadir.
-    let smoke = !std::env::args().any(|a| a == "--bench");
-    let smoke_dir = smoke.then(|| tempfile::tempdir().expect("tmp"));
-    let root: PathBuf = match &smoke_dir {
-        Some(d) => d.path().to_path_buf(),
-        None => std::env::var_os("RETH_HYBRID_BENCH_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").expect("HOME"))
-                    .join(".cache/reth-hybrid/bench-data")
-            }),
-    };
-    std::fs::create_dir_all(&root).expect("bench dir");
-    let tx_millions: f64 = if smoke {
-        0.02
-    } else {
-        env_or("RETH_HYBRID_BENCH_TX_MILLIONS", 10.0)
-    };
-    let template = generated_template(&root, tx_millions, TXS_PER_BLOCK);
+    let data = BenchData::from_args();
+    let (smoke, root) = (data.smoke, data.root.clone());
+    let template = generated_template(&root, data.tx_millions, TXS_PER_BLOCK);
     let scratch = tempfile::tempdir_in(&root).expect("scratch");
 
     // Warm the page cache the same way for every method.

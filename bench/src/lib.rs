@@ -125,6 +125,58 @@ pub fn dir_bytes(dir: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// An environment variable parsed as `T`, else `default`.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Where a datadir benchmark keeps its data, and how large a datadir it starts from.
+/// `cargo bench` passes `--bench`; `cargo test --all-targets` does not: then a small smoke run in
+/// a temporary folder checks the harness without the 10M-transaction datadir.
+#[derive(Debug)]
+pub struct BenchData {
+    /// A smoke run (from `cargo test`).
+    pub smoke: bool,
+    /// `RETH_HYBRID_BENCH_DIR`, else `~/.cache/reth-hybrid/bench-data` (a temporary folder for a
+    /// smoke run); created.
+    pub root: PathBuf,
+    /// Millions of transactions of the generated datadir: `RETH_HYBRID_BENCH_TX_MILLIONS`, else
+    /// 10 (0.02 for a smoke run).
+    pub tx_millions: f64,
+    _smoke_dir: Option<tempfile::TempDir>,
+}
+
+impl BenchData {
+    pub fn from_args() -> Self {
+        let smoke = !std::env::args().any(|a| a == "--bench");
+        let smoke_dir = smoke.then(|| tempfile::tempdir().expect("tmp"));
+        let root: PathBuf = match &smoke_dir {
+            Some(d) => d.path().to_path_buf(),
+            None => std::env::var_os("RETH_HYBRID_BENCH_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+                        .join(".cache/reth-hybrid/bench-data")
+                }),
+        };
+        std::fs::create_dir_all(&root).expect("bench dir");
+        let tx_millions = if smoke {
+            0.02
+        } else {
+            env_or("RETH_HYBRID_BENCH_TX_MILLIONS", 10.0)
+        };
+        Self {
+            smoke,
+            root,
+            tx_millions,
+            _smoke_dir: smoke_dir,
+        }
+    }
+}
+
 /// The generated v1 template datadir of about `tx_millions` million transactions at
 /// `txs_per_block`, made once per size under `root` (a `GENERATED` marker says it is complete)
 /// and shared by the benchmarks that start from it.

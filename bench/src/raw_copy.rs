@@ -39,20 +39,22 @@ pub fn scan_tables(
     (rows, bytes)
 }
 
+/// One row as the raw copy writes it: each of key and value after its 4-byte length.
+pub fn write_row(out: &mut impl Write, key: &[u8], value: &[u8]) {
+    for part in [key, value] {
+        out.write_all(&(part.len() as u32).to_le_bytes())
+            .expect("write");
+        out.write_all(part).expect("write");
+    }
+}
+
 /// Copies the rows of `tables` in `datadir` into the file `out` (removed afterwards).
 pub fn raw_copy(datadir: &Path, tables: &[Tables], out: &Path) -> RawCopy {
     let engine = MdbxEngine::open_read_only(datadir).expect("ro");
     let t = Instant::now();
     let mut file =
         std::io::BufWriter::with_capacity(8 << 20, std::fs::File::create(out).expect("create"));
-    let (rows, bytes) = scan_tables(&engine, tables, |_, k, v| {
-        file.write_all(&(k.len() as u32).to_le_bytes())
-            .expect("write");
-        file.write_all(k).expect("write");
-        file.write_all(&(v.len() as u32).to_le_bytes())
-            .expect("write");
-        file.write_all(v).expect("write");
-    });
+    let (rows, bytes) = scan_tables(&engine, tables, |_, k, v| write_row(&mut file, k, v));
     let file = file.into_inner().expect("flush");
     file.sync_all().expect("fsync");
     let seconds = t.elapsed().as_secs_f64();

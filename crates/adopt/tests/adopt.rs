@@ -707,6 +707,23 @@ fn a_v2_datadir_adopted_equals_its_v1_twin_table_by_table_then_migrates() {
     );
 }
 
+/// What a v2 node run between two adoption attempts leaves: a moved checkpoint (a new source
+/// identity), and a staged row the older head's staging would not have (`SomeStage` is dropped
+/// from the comparison afterwards).
+fn a_v2_node_ran(datadir: &Path) {
+    let engine = open(datadir);
+    let tx = engine.begin_rw().expect("rw");
+    tx.put(Tables::StageCheckpoints, b"SomeStage", &[0x01, 0x00])
+        .expect("put");
+    tx.put(
+        Tables::AccountChangeSets,
+        &u64::MAX.to_be_bytes(),
+        &[0u8; 20],
+    )
+    .expect("stale row");
+    tx.commit().expect("commit");
+}
+
 #[test]
 fn an_interrupted_adoption_resumes_and_restarts_when_the_v2_node_ran_in_between() {
     let (_v1, expected, v2, mut files) = v1_and_v2_twin(2, 8);
@@ -735,19 +752,7 @@ fn an_interrupted_adoption_resumes_and_restarts_when_the_v2_node_ran_in_between(
     let (_v1, expected, v2, mut files) = v1_and_v2_twin(2, 8);
     files.fail_at = Some(150);
     adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("interrupted");
-    {
-        let engine = open(v2.path());
-        let tx = engine.begin_rw().expect("rw");
-        tx.put(Tables::StageCheckpoints, b"SomeStage", &[0x01, 0x00])
-            .expect("put");
-        tx.put(
-            Tables::AccountChangeSets,
-            &u64::MAX.to_be_bytes(),
-            &[0u8; 20],
-        )
-        .expect("stale row");
-        tx.commit().expect("commit");
-    }
+    a_v2_node_ran(v2.path());
     files.fail_at = None;
     adopt_to_v1(v2.path(), &files, &NoProgress).expect("restart");
     let mut adopted = all_rows(v2.path());
@@ -1208,19 +1213,7 @@ fn a_restaged_adoption_killed_at_its_clear_or_state_file_restages_to_equal_table
             Some("AdoptCopyAfterCommit:2".into())
         ));
         // A v2 node ran: a checkpoint moved, and a row the older head's staging would not have.
-        {
-            let engine = open(&dir);
-            let tx = engine.begin_rw().expect("rw");
-            tx.put(Tables::StageCheckpoints, b"SomeStage", &[0x01, 0x00])
-                .expect("put");
-            tx.put(
-                Tables::AccountChangeSets,
-                &u64::MAX.to_be_bytes(),
-                &[0u8; 20],
-            )
-            .expect("stale row");
-            tx.commit().expect("commit");
-        }
+        a_v2_node_ran(&dir);
         // The restage, killed (the state file's pass is the restage's own: the first run's
         // was in another process).
         assert!(
