@@ -818,5 +818,19 @@ fn an_upstream_rocksdb_is_read_in_order_resumed_and_cleared_table_by_table() {
         };
         assert!(!has_rows("TransactionHashNumbers"));
         assert!(has_rows("OtherFamily"), "other families are not touched");
+        // The cleared family's files are gone (its space is back), not merely shadowed.
+        let db = rocksdb::DB::open_cf_for_read_only(
+            &rocksdb::Options::default(),
+            &path,
+            rocksdb::DB::list_cf(&rocksdb::Options::default(), &path).expect("list"),
+            false,
+        )
+        .expect("open");
+        let live = db.live_files().expect("live files");
+        assert!(
+            live.iter()
+                .all(|f| f.column_family_name != "TransactionHashNumbers"),
+            "{live:?}"
+        );
     }
 }
