@@ -447,18 +447,28 @@ pub fn adopt_to_v1<O: MdbxOpener>(
                 verify::changeset_counts_match(&db.tx()?, source, report.head, progress)?;
             }
             report.plain = rebuild_plain_state(&mdbx, progress)?;
+            progress.begin(
+                "switch to v1 (tries under v1's keys, stage progress, storage settings)",
+                None,
+            );
             report.tries = switch_to_v1(&mdbx)?;
+            progress.end();
             crash_point!("AdoptAfterSwitch");
         }
     }
     drop(mdbx);
     // Cleanup: the datadir is v1 now, and reth v1 reads none of this.
+    progress.begin(
+        "clean-up (reth's RocksDB copies and the static-file segments removed)",
+        None,
+    );
     clear_upstream_tables(&dd.upstream_rocksdb(), &UPSTREAM_TABLES)?;
     crash_point!("AdoptAfterUpstreamClear");
     source.remove().map_err(|source| AdoptError::StaticFiles {
         what: "segments' removal".into(),
         source,
     })?;
+    progress.end();
     crash_point!("AdoptAfterSourceRemove");
     remove_durably(&dd.state_file()).map_err(io(&dd.state_file()))?;
     report.seconds = started.elapsed().as_secs_f64();

@@ -16,10 +16,10 @@ use reth_hybrid_api::{
 /// An error from the caller's static-file reader.
 pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
 
-/// A v2 datadir's static files, read by block. Rows come as reth stores them: a block's account
-/// changes sorted by address, its storage changes by address then slot, senders in transaction
-/// order.
-pub trait V2StaticFiles {
+/// A v2 datadir's static files, read by block (from a thread of adoption's own, hence `Sync`).
+/// Rows come as reth stores them: a block's account changes sorted by address, its storage
+/// changes by address then slot, senders in transaction order.
+pub trait V2StaticFiles: Sync {
     fn account_changesets(&self, block: u64) -> Result<Vec<AccountBeforeTx>, SourceError>;
     fn storage_changesets(&self, block: u64) -> Result<Vec<(Address, StorageEntry)>, SourceError>;
     /// The senders of transactions `first..first + count`.
@@ -86,19 +86,118 @@ fn resume_block<E: RawEngine>(db: &TypedDatabase<E>) -> Result<u64, AdoptError> 
         .map_or(0, |b| b.saturating_add(1)))
 }
 
-/// Copies changesets and senders of blocks `0..=tip` from `source` into MDBX.
+/// Blocks the reader thread may read ahead of the writer: bounded memory (a block's rows), and
+/// enough that neither side waits on the other's jitter.
+const READ_AHEAD_BLOCKS: usize = 256;
+
+/// One block's rows as the static files hold them.
+struct BlockRows {
+    block: u64,
+    accounts: Vec<AccountBeforeTx>,
+    storage: Vec<(Address, StorageEntry)>,
+    /// The block's first transaction number and its senders.
+    senders: Option<(u64, Vec<Address>)>,
+}
+
+/// Copies changesets and senders of blocks `0..=tip` from `source` into MDBX. A second thread
+/// reads the static files (reth's decompress and decode) while this one writes MDBX; the writes
+/// and their commits are the same as one thread's, so a kill leaves whole blocks either way.
 pub fn copy_static_files<E: RawEngine>(
     db: &TypedDatabase<E>,
     source: &dyn V2StaticFiles,
     tip: u64,
     progress: &dyn crate::Progress,
 ) -> Result<StaticRows, AdoptError> {
-    let mut block = resume_block(db)?;
+    let start = resume_block(db)?;
     progress.begin(
         "changesets and senders from static files into MDBX",
         Some(tip + 1),
     );
-    progress.advance(block.min(tip + 1));
+    progress.advance(start.min(tip + 1));
+    std::thread::scope(|scope| {
+        let (send, receive) = std::sync::mpsc::sync_channel(READ_AHEAD_BLOCKS);
+        let reader = scope.spawn(move || read_blocks(db, source, start, tip, &send));
+        // The writer returns (dropping `receive`) on its first error, which stops the reader.
+        let written = write_blocks(db, &receive, start, tip, progress);
+        drop(receive);
+        let read = reader
+            .join()
+            .expect("the static-file reader thread panicked");
+        // A reader that failed before sending says why; the writer then only saw it stop.
+        read.and(written)
+    })?;
+    progress.end();
+    let tx = db.tx()?;
+    Ok(StaticRows {
+        account_changesets: tx.entries::<tables::AccountChangeSets>()? as u64,
+        storage_changesets: tx.entries::<tables::StorageChangeSets>()? as u64,
+        senders: tx.entries::<tables::TransactionSenders>()? as u64,
+    })
+}
+
+/// Reads blocks `start..=tip` in order into `send`; stops early when the writer has gone. A
+/// failure is sent on as the next item, so the writer reports it after the blocks before it.
+fn read_blocks<E: RawEngine>(
+    db: &TypedDatabase<E>,
+    source: &dyn V2StaticFiles,
+    start: u64,
+    tip: u64,
+    send: &std::sync::mpsc::SyncSender<Result<BlockRows, AdoptError>>,
+) -> Result<(), AdoptError> {
+    let tx = db.tx()?;
+    let mut bodies = tx.cursor_read::<tables::BlockBodyIndices>()?;
+    for block in start..=tip {
+        let rows = (|| {
+            let accounts = source
+                .account_changesets(block)
+                .map_err(source_err("account changesets", block))?;
+            let storage = source
+                .storage_changesets(block)
+                .map_err(source_err("storage changesets", block))?;
+            let senders = match bodies.seek_exact(block)?.map(|(_, body)| body) {
+                Some(body) if body.tx_count > 0 => {
+                    let senders = source
+                        .senders(body.first_tx_num, body.tx_count)
+                        .map_err(source_err("senders", block))?;
+                    if senders.len() as u64 != body.tx_count {
+                        return Err(AdoptError::StaticFiles {
+                            what: format!("senders of block {block}"),
+                            source: format!(
+                                "{} senders for {} transactions",
+                                senders.len(),
+                                body.tx_count
+                            )
+                            .into(),
+                        });
+                    }
+                    Some((body.first_tx_num, senders))
+                }
+                _ => None,
+            };
+            Ok(BlockRows {
+                block,
+                accounts,
+                storage,
+                senders,
+            })
+        })();
+        let failed = rows.is_err();
+        if send.send(rows).is_err() || failed {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the blocks `start..=tip` from `receive`, whole blocks per commit.
+fn write_blocks<E: RawEngine>(
+    db: &TypedDatabase<E>,
+    receive: &std::sync::mpsc::Receiver<Result<BlockRows, AdoptError>>,
+    start: u64,
+    tip: u64,
+    progress: &dyn crate::Progress,
+) -> Result<(), AdoptError> {
+    let mut block = start;
     while block <= tip {
         let last = (block + BLOCKS_PER_COMMIT - 1).min(tip);
         let tx = db.tx_mut()?;
@@ -109,36 +208,19 @@ pub fn copy_static_files<E: RawEngine>(
             // Appended in tx order; a resumed run skips the senders an earlier one committed.
             let copied = senders_rows.last()?.map(|(tx_num, _)| tx_num);
             for b in block..=last {
-                for entry in source
-                    .account_changesets(b)
-                    .map_err(source_err("account changesets", b))?
-                {
+                let rows = receive.recv().map_err(|_| AdoptError::StaticFiles {
+                    what: format!("rows of block {b}"),
+                    source: "the reader stopped early".into(),
+                })??;
+                debug_assert_eq!(rows.block, b, "blocks arrive in order");
+                for entry in rows.accounts {
                     accounts.append_dup(b, entry)?;
                 }
-                for (address, entry) in source
-                    .storage_changesets(b)
-                    .map_err(source_err("storage changesets", b))?
-                {
+                for (address, entry) in rows.storage {
                     storage.append_dup(BlockNumberAddress((b, address)), entry)?;
                 }
-                if let Some(body) = tx.get::<tables::BlockBodyIndices>(b)?
-                    && body.tx_count > 0
-                {
-                    let senders = source
-                        .senders(body.first_tx_num, body.tx_count)
-                        .map_err(source_err("senders", b))?;
-                    if senders.len() as u64 != body.tx_count {
-                        return Err(AdoptError::StaticFiles {
-                            what: format!("senders of block {b}"),
-                            source: format!(
-                                "{} senders for {} transactions",
-                                senders.len(),
-                                body.tx_count
-                            )
-                            .into(),
-                        });
-                    }
-                    for (tx_num, sender) in (body.first_tx_num..).zip(senders) {
+                if let Some((first, senders)) = rows.senders {
+                    for (tx_num, sender) in (first..).zip(senders) {
                         if copied.is_none_or(|last| tx_num > last) {
                             senders_rows.append(tx_num, &sender)?;
                         }
@@ -151,11 +233,5 @@ pub fn copy_static_files<E: RawEngine>(
         crate::crash::crash_point!("AdoptStaticAfterCommit");
         block = last + 1;
     }
-    progress.end();
-    let tx = db.tx()?;
-    Ok(StaticRows {
-        account_changesets: tx.entries::<tables::AccountChangeSets>()? as u64,
-        storage_changesets: tx.entries::<tables::StorageChangeSets>()? as u64,
-        senders: tx.entries::<tables::TransactionSenders>()? as u64,
-    })
+    Ok(())
 }

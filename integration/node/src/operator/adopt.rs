@@ -178,14 +178,22 @@ impl V2StaticFiles for RethStaticFiles {
 /// reth's own MDBX, opened as reth's commands open it (with its storage lock when writing).
 struct RethOpener;
 
+/// reth's default aborts a read transaction open for five minutes; adoption reads whole tables
+/// in one (the state root over a mainnet state takes hours) on a datadir no node holds.
+fn adoption_arguments() -> DatabaseArguments {
+    DatabaseArguments::default().with_max_read_transaction_duration(Some(
+        reth_db::mdbx::MaxReadTransactionDuration::Unbounded,
+    ))
+}
+
 impl MdbxOpener for RethOpener {
     type Engine = RethMdbx;
     fn read_only(&self, datadir: &std::path::Path) -> Result<RethMdbx, OpenError> {
-        let env = reth_db::open_db_read_only(datadir.join("db"), DatabaseArguments::default())?;
+        let env = reth_db::open_db_read_only(datadir.join("db"), adoption_arguments())?;
         Ok(RethMdbx::new(std::sync::Arc::new(env))?)
     }
     fn read_write(&self, datadir: &std::path::Path) -> Result<RethMdbx, OpenError> {
-        let env: DatabaseEnv = reth_db::init_db(datadir.join("db"), DatabaseArguments::default())?;
+        let env: DatabaseEnv = reth_db::init_db(datadir.join("db"), adoption_arguments())?;
         Ok(RethMdbx::new(std::sync::Arc::new(env))?)
     }
     fn table_bytes(&self, engine: &RethMdbx, table: Tables) -> Result<u64, OpenError> {
