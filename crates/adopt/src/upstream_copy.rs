@@ -116,7 +116,7 @@ pub fn copy_upstream_table<E: RawEngine>(
         }
     }
     progress.end();
-    compare(upstream, mdbx, table)
+    compare(upstream, mdbx, table, progress)
 }
 
 /// Both sides in key order, row by row; the first difference (or a count mismatch) fails.
@@ -124,8 +124,13 @@ fn compare<E: RawEngine>(
     upstream: &UpstreamRocksDb,
     mdbx: &E,
     table: Tables,
+    progress: &dyn crate::Progress,
 ) -> Result<u64, AdoptError> {
     let tx = mdbx.begin_ro()?;
+    progress.begin(
+        &format!("{table} in MDBX compared row by row with reth's RocksDB"),
+        Some(tx.entries(table)? as u64),
+    );
     let mut cursor = tx.cursor(table)?;
     let mut next = cursor.first()?;
     let (mut source_rows, mut target_rows, mut differ) = (0u64, 0u64, None);
@@ -143,8 +148,13 @@ fn compare<E: RawEngine>(
             target_rows += 1;
             next = cursor.next()?;
         }
+        if source_rows.is_multiple_of(1 << 20) {
+            progress.advance(1 << 20);
+        }
         Ok(true)
     })?;
+    progress.advance(source_rows % (1 << 20));
+    progress.end();
     while next.is_some() {
         target_rows += 1;
         differ.get_or_insert_with(Vec::new);
