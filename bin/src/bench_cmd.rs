@@ -2,11 +2,12 @@
 
 use eyre::{WrapErr, bail};
 use reth_hybrid_bench::reth_bench::{
-    charts::write_charts,
+    charts::{write_charts, write_rpc_charts},
     files::{COMBINED_LATENCY_CSV, RunData, TXGEN_REPORT, is_run, read_run},
     orchestrate::{Range, Reset, RunPlan, Setup, run},
     preflight::{Layout, check_layout, check_pair},
     report::{RunConfig, json, markdown},
+    rpc::{RpcReport, read_runs, write_report},
     stats::{CompareOptions, compare},
 };
 use std::{
@@ -26,6 +27,25 @@ pub enum BenchCommand {
     /// Run interleaved (ABBA) baseline/candidate pairs of `reth-bench new-payload-fcu`, then
     /// compare them.
     Run(Box<RunArgs>),
+    /// Set RPC latency runs (`reth-hybrid-e2e rpc-latency` output, any number per variant) side
+    /// by side: p50/p90/p99/p99.9 per call kind, warm and cold, each variant's ratio to the
+    /// references at every percentile, histograms, and tail charts.
+    RpcReport(RpcReportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RpcReportArgs {
+    /// The runs (JSON), grouped by the variant label inside each.
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// A variant the others are compared with (ratio = variant / reference); repeatable. The
+    /// first is the baseline every other variant is set against; later ones are compared with
+    /// the variants that are not references.
+    #[arg(long, required = true)]
+    pub reference: Vec<String>,
+    /// Write rpc.md, rpc.json and the charts (rpc_latency_warm|cold, SVG and PNG) here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -251,6 +271,26 @@ pub fn run_command(cmd: &BenchCommand, out: &mut impl Write) -> eyre::Result<()>
             }
             if let Some(dir) = &args.out {
                 write_reports(dir, &comparison, config.as_ref(), &mut std::io::stderr())?;
+            }
+            Ok(())
+        }
+        BenchCommand::RpcReport(args) => {
+            let report = RpcReport::new(read_runs(&args.runs)?, &args.reference)?;
+            write!(out, "{}", report.markdown())?;
+            if let Some(dir) = &args.out {
+                std::fs::create_dir_all(dir)
+                    .wrap_err_with(|| format!("creating {}", dir.display()))?;
+                let files = write_report(&report, dir)?;
+                let mut log = std::io::stderr();
+                match write_rpc_charts(&report.variants, dir) {
+                    Ok(charts) => writeln!(
+                        log,
+                        "wrote {} and {} charts",
+                        files[0].display(),
+                        charts.len()
+                    )?,
+                    Err(e) => writeln!(log, "wrote {}; charts skipped: {e}", files[0].display())?,
+                }
             }
             Ok(())
         }

@@ -318,3 +318,106 @@ fn run_refuses_the_working_folder_its_ancestors_home_and_root_touching_nothing()
         assert!(snapshot(&root) == before, "{case}: a file changed");
     }
 }
+
+/// An `rpc-latency` run: `label`'s calls of two kinds, `scale` times the base latencies.
+fn write_rpc_run(path: &Path, label: &str, scale: f64) {
+    let calls = |kind_scale: f64| -> Vec<f64> {
+        (1..=200)
+            .map(|i| (100.0 + f64::from(i)) * scale * kind_scale)
+            .collect()
+    };
+    let run = serde_json::json!({
+        "label": label,
+        "latencies_us": {
+            "eth_getBalance": calls(1.0),
+            "debug_traceTransaction prestateTracer": calls(50.0),
+        },
+        "cold_latencies_us": { "eth_getBalance": calls(3.0) },
+    });
+    std::fs::write(path, serde_json::to_vec(&run).expect("json")).expect("write");
+}
+
+#[test]
+fn rpc_report_sets_three_variants_side_by_side_with_ratios_at_every_percentile() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = tmp.path().join("report");
+    let mut runs = Vec::new();
+    for (label, scale) in [("stock-v1", 1.0), ("hybrid", 1.5), ("stock-v2", 6.0)] {
+        for k in 1..=2 {
+            let path = tmp.path().join(format!("rpc-{label}-{k}.json"));
+            write_rpc_run(&path, label, scale);
+            runs.push(path.to_str().expect("utf8").to_string());
+        }
+    }
+    let mut args = vec![
+        "bench",
+        "rpc-report",
+        "--reference",
+        "stock-v1",
+        "--reference",
+        "stock-v2",
+        "--out",
+        out.to_str().expect("utf8"),
+    ];
+    args.extend(runs.iter().map(String::as_str));
+    let Out {
+        stdout,
+        stderr,
+        code,
+    } = reth_hybrid(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("| hybrid / stock-v1 | stock-v2 / stock-v1 | hybrid / stock-v2 |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| `eth_getBalance` | 201 / 281 / 299 / 300 |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("**1.50x** / 1.50x / 1.50x / 1.50x | **6.00x** / 6.00x / 6.00x / 6.00x | **0.25x** / 0.25x / 0.25x / 0.25x |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("cold (first pass after the node started)"),
+        "{stdout}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("rpc.json")).expect("rpc.json"))
+            .expect("parse");
+    let hybrid = &json["passes"]["warm"]["debug_traceTransaction prestateTracer"]["hybrid"];
+    assert_eq!(hybrid["calls"], 400, "two runs pooled");
+    assert_eq!(hybrid["ratios"]["stock-v2"]["p99"], 0.25);
+    assert!(out.join("rpc.md").exists());
+    if font_available() {
+        for f in [
+            "rpc_latency_warm.svg",
+            "rpc_latency_warm.png",
+            "rpc_latency_cold.svg",
+            "rpc_latency_cold.png",
+        ] {
+            let len = std::fs::metadata(out.join(f)).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 1000, "{f} missing or empty");
+        }
+        let svg = std::fs::read_to_string(out.join("rpc_latency_warm.svg")).expect("svg");
+        for text in ["eth_getBalance", "hybrid", "stock-v2", "p99"] {
+            assert!(svg.contains(text), "the chart shows no {text}");
+        }
+    } else {
+        assert!(stderr.contains("charts skipped"), "{stderr}");
+    }
+
+    let Out { stderr, code, .. } = reth_hybrid(&[
+        "bench",
+        "rpc-report",
+        "--reference",
+        "stock",
+        &runs[0],
+        &runs[2],
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("no run is labelled \"stock\" (the runs' labels: stock-v1, hybrid)"),
+        "{stderr}"
+    );
+}

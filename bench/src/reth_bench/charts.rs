@@ -207,3 +207,150 @@ fn ggas_chart<DB: DrawingBackend>(
         .map_err(e)?;
     area.present().map_err(e)
 }
+
+/// One colour per variant of an RPC chart, in the runs' order.
+const VARIANT_COLORS: [RGBColor; 6] = [
+    BASE,
+    CAND,
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// The highest percentile a tail chart reaches: p99.9, three nines.
+const TAIL_NINES: f64 = 3.0;
+
+/// Writes `rpc_latency_warm|cold.svg|png` into `dir`: per pass, one panel per RPC kind, each
+/// variant's latency at every percentile, the percentile axis spread by nines (p50, p90, p99,
+/// p99.9 evenly apart) so the tail gets as much room as the median. Returns the files.
+pub fn write_rpc_charts(
+    variants: &[crate::reth_bench::rpc::Variant],
+    dir: &Path,
+) -> Result<Vec<PathBuf>, ChartError> {
+    use crate::reth_bench::rpc::Pass;
+    register_font()?;
+    let mut written = Vec::new();
+    for pass in Pass::ALL {
+        let kinds: Vec<String> = crate::reth_bench::rpc::kinds(variants)
+            .into_iter()
+            .filter(|k| variants.iter().any(|v| v.pass(pass).contains_key(k)))
+            .collect();
+        if kinds.is_empty() {
+            continue;
+        }
+        let cols = kinds.len().min(4);
+        let rows = kinds.len().div_ceil(cols);
+        let size = (340 * cols as u32, 300 * rows as u32 + 40);
+        for ext in ["svg", "png"] {
+            let file = dir.join(format!("rpc_latency_{}.{ext}", pass.name()));
+            let drawn = if ext == "svg" {
+                rpc_chart(
+                    variants,
+                    pass,
+                    &kinds,
+                    (rows, cols),
+                    SVGBackend::new(&file, size).into_drawing_area(),
+                )
+            } else {
+                rpc_chart(
+                    variants,
+                    pass,
+                    &kinds,
+                    (rows, cols),
+                    BitMapBackend::new(&file, size).into_drawing_area(),
+                )
+            };
+            drawn.map_err(draw_err(&file))?;
+            written.push(file);
+        }
+    }
+    Ok(written)
+}
+
+/// The percentile (in percent) at `nines` on the tail axis: 0 -> p0, 1 -> p90, 2 -> p99.
+fn percentile_at(nines: f64) -> f64 {
+    100.0 * (1.0 - 10f64.powf(-nines))
+}
+
+/// A variant's line on one panel: label, colour, (nines, µs) points.
+type Curve<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
+
+fn rpc_chart<DB: DrawingBackend>(
+    variants: &[crate::reth_bench::rpc::Variant],
+    pass: crate::reth_bench::rpc::Pass,
+    kinds: &[String],
+    (rows, cols): (usize, usize),
+    area: DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), String> {
+    use crate::reth_bench::rpc::percentile;
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    area.fill(&WHITE).map_err(e)?;
+    let area = area
+        .titled(
+            &format!("RPC latency by percentile, {}", pass.caption()),
+            ("sans-serif", 22),
+        )
+        .map_err(e)?;
+    const STEPS: usize = 300;
+    for (panel, kind) in area.split_evenly((rows, cols)).iter().zip(kinds) {
+        let curves: Vec<Curve> = variants
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| {
+                let calls = v.pass(pass).get(kind).filter(|c| !c.is_empty())?;
+                let points = (0..=STEPS)
+                    .map(|s| {
+                        let nines = TAIL_NINES * s as f64 / STEPS as f64;
+                        (nines, percentile(calls, percentile_at(nines)).max(1.0))
+                    })
+                    .collect();
+                Some((
+                    v.label.as_str(),
+                    VARIANT_COLORS[i % VARIANT_COLORS.len()],
+                    points,
+                ))
+            })
+            .collect();
+        let (lo, hi) = curves
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().map(|(_, y)| *y))
+            .fold((f64::MAX, 1.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
+        let mut chart = ChartBuilder::on(panel)
+            .caption(kind, ("sans-serif", 15))
+            .margin(8)
+            .margin_right(24)
+            .x_label_area_size(30)
+            .y_label_area_size(55)
+            .build_cartesian_2d(
+                0.0..TAIL_NINES,
+                ((lo * 0.8).max(0.5)..hi * 1.25).log_scale(),
+            )
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_labels(4)
+            .x_label_formatter(&|n| format!("p{}", (percentile_at(*n) * 10.0).round() / 10.0))
+            .y_label_formatter(&|us| format!("{us:.0}"))
+            .y_desc("µs")
+            .draw()
+            .map_err(e)?;
+        for (label, color, points) in curves {
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))
+                .map_err(e)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(e)?;
+    }
+    area.present().map_err(e)
+}

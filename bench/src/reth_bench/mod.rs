@@ -9,4 +9,5 @@ pub mod orchestrate;
 pub mod preflight;
 pub mod report;
 pub mod restore;
+pub mod rpc;
 pub mod stats;

@@ -7,8 +7,8 @@
 //! - `chain`: a benchmark chain of full blocks, made by a `--chain dev` node through the engine
 //!   API from transactions chosen here, deterministic by seed (`make bench-reth`).
 //! - `export`: the node's canonical blocks 1..=head as an RLP chain file (`reth import` reads it).
-//! - `rpc-samples`, `rpc-latency`, `rpc-report`: RPC read latency on a replayed datadir, hybrid
-//!   vs stock (`make bench-reth`).
+//! - `rpc-samples`, `rpc-latency`: RPC read latency on a replayed datadir, hybrid vs stock
+//!   (`make bench-reth`; `reth-hybrid bench rpc-report` sets the runs side by side).
 //! - `state-dump`: reth's `init-state` dump file from `db list --json` of the plain state tables.
 //! - `wait`: until a node answers RPC (and reaches a head); `scrape`: its Prometheus endpoint.
 //! - `clear-memory`: `stage drop tx-lookup` of millions of rows under a memory limit.
@@ -49,8 +49,6 @@ enum Command {
     RpcSamples(rpc_bench::SamplesArgs),
     /// Time those reads against a node under test, checking every answer.
     RpcLatency(rpc_bench::LatencyArgs),
-    /// Set two variants' RPC latencies side by side.
-    RpcReport(rpc_bench::ReportArgs),
     Scrape(node::ScrapeArgs),
     /// A state dump for reth's `init-state`, from `db list --json` of the plain state tables.
     StateDump(state_dump::Args),
@@ -70,7 +68,6 @@ async fn main() -> eyre::Result<()> {
         Command::Wait(args) => node::wait(args).await,
         Command::RpcSamples(args) => rpc_bench::samples(args).await,
         Command::RpcLatency(args) => rpc_bench::latency(args).await,
-        Command::RpcReport(args) => rpc_bench::report(args),
         Command::Scrape(args) => node::scrape(args).await,
         Command::StateDump(args) => state_dump::run(args),
         Command::ClearMemory(args) => clear_memory::run(args),
