@@ -285,11 +285,17 @@ pub fn run_command(cmd: &BenchCommand, out: &mut impl Write) -> eyre::Result<()>
                 match write_rpc_charts(&report.variants, dir) {
                     Ok(charts) => writeln!(
                         log,
-                        "wrote {} and {} charts",
+                        "wrote {}, {} and {} charts",
                         files[0].display(),
+                        files[1].display(),
                         charts.len()
                     )?,
-                    Err(e) => writeln!(log, "wrote {}; charts skipped: {e}", files[0].display())?,
+                    Err(e) => writeln!(
+                        log,
+                        "wrote {} and {}; charts skipped: {e}",
+                        files[0].display(),
+                        files[1].display()
+                    )?,
                 }
             }
             Ok(())

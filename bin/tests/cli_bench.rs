@@ -1,4 +1,4 @@
-//! `reth-hybrid bench compare` and `bench preflight` as engineers run them.
+//! `reth-hybrid bench compare`, `bench preflight` and `bench rpc-report` as engineers run them.
 
 mod common;
 
@@ -36,8 +36,7 @@ fn write_run(dir: &Path, v2: bool, np_us: u64) {
 }
 
 fn font_available() -> bool {
-    std::env::var_os("RETH_HYBRID_CHART_FONT").is_some()
-        || Path::new("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists()
+    reth_hybrid_bench::reth_bench::charts::font_available()
 }
 
 #[test]

@@ -51,6 +51,11 @@ fn draw_err(file: &Path) -> impl Fn(String) -> ChartError + '_ {
     }
 }
 
+/// Whether chart text has a font here (charts are skipped, with a message, where not).
+pub fn font_available() -> bool {
+    register_font().is_ok()
+}
+
 /// Writes `latency.svg|png` and `ggas_distribution.svg|png` into `dir`; returns the files.
 pub fn write_charts(c: &Comparison, dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     register_font()?;
@@ -222,8 +227,9 @@ const VARIANT_COLORS: [RGBColor; 6] = [
 const TAIL_NINES: f64 = 3.0;
 
 /// Writes `rpc_latency_warm|cold.svg|png` into `dir`: per pass, one panel per RPC kind, each
-/// variant's latency at every percentile, the percentile axis spread by nines (p50, p90, p99,
-/// p99.9 evenly apart) so the tail gets as much room as the median. Returns the files.
+/// variant's latency at every percentile, the percentile axis counting nines (p90, p99 and
+/// p99.9 evenly apart, p0 at the left edge) so the tail gets as much room as the bulk.
+/// Returns the files.
 pub fn write_rpc_charts(
     variants: &[crate::reth_bench::rpc::Variant],
     dir: &Path,
@@ -232,9 +238,14 @@ pub fn write_rpc_charts(
     register_font()?;
     let mut written = Vec::new();
     for pass in Pass::ALL {
+        // Kinds with at least one call in this pass, each a panel.
         let kinds: Vec<String> = crate::reth_bench::rpc::kinds(variants)
             .into_iter()
-            .filter(|k| variants.iter().any(|v| v.pass(pass).contains_key(k)))
+            .filter(|k| {
+                variants
+                    .iter()
+                    .any(|v| v.pass(pass).get(k).is_some_and(|c| !c.is_empty()))
+            })
             .collect();
         if kinds.is_empty() {
             continue;

@@ -157,7 +157,8 @@ pub fn kinds(variants: &[Variant]) -> Vec<String> {
     seen
 }
 
-/// Nearest-rank percentile of ascending `sorted` (`p` in percent).
+/// The percentile of ascending `sorted` (`p` in percent) as reth's summary scripts and the
+/// bench's block statistics take it: the value at index `floor(n * p / 100)`.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -175,7 +176,8 @@ pub struct Bucket {
 }
 
 /// Log-spaced buckets (ten per decade) from the smallest call's to the largest's; empty ones in
-/// between are kept so histograms of two variants line up.
+/// between are kept so histograms of two variants line up. Only positive latencies are counted
+/// (a timed call always takes some time).
 pub fn histogram(sorted: &[f64]) -> Vec<Bucket> {
     let positive: Vec<f64> = sorted.iter().copied().filter(|v| *v > 0.0).collect();
     let (Some(first), Some(last)) = (positive.first(), positive.last()) else {
@@ -192,9 +194,16 @@ pub fn histogram(sorted: &[f64]) -> Vec<Bucket> {
         })
         .collect();
     for v in positive {
-        // Clamped: a value on a bound may round into the bucket below or above.
-        let i = (index(v) - lo).clamp(0, hi - lo) as usize;
-        buckets[i].calls += 1;
+        // log10 may round a value on a bound into the bucket below (10^0.3 -> 2.999..): the
+        // bounds themselves decide.
+        let mut i = index(v);
+        while i > lo && v < bound(i) {
+            i -= 1;
+        }
+        while i < hi && v >= bound(i + 1) {
+            i += 1;
+        }
+        buckets[(i - lo) as usize].calls += 1;
     }
     buckets
 }
@@ -222,8 +231,14 @@ pub struct RpcReport {
 
 impl RpcReport {
     pub fn new(variants: Vec<Variant>, references: &[String]) -> Result<Self, RpcReportError> {
-        let references = references
-            .iter()
+        let mut unique: Vec<&String> = Vec::new();
+        for r in references {
+            if !unique.contains(&r) {
+                unique.push(r);
+            }
+        }
+        let references = unique
+            .into_iter()
             .map(|r| {
                 variants.iter().position(|v| v.label == *r).ok_or_else(|| {
                     RpcReportError::NoReference {
@@ -290,8 +305,12 @@ impl RpcReport {
                         self.percentiles(*r, pass, kind),
                     ) {
                         (Some(a), Some(b)) => {
-                            let ratios: Vec<String> =
-                                (0..4).map(|i| format!("{:.2}x", a[i] / b[i])).collect();
+                            let ratios: Vec<String> = (0..4)
+                                .map(|i| match b[i] > 0.0 {
+                                    true => format!("{:.2}x", a[i] / b[i]),
+                                    false => "-".to_string(),
+                                })
+                                .collect();
                             md.push_str(&format!(
                                 " **{}** / {} |",
                                 ratios[0],
@@ -353,6 +372,9 @@ impl RpcReport {
             passes.insert(pass.name().to_string(), Value::Object(by_kind));
         }
         json!({
+            // 2: per-percentile ratios to several references and histograms (the e2e tool's
+            // report, format 1, had p50 and p99 ratios to one reference).
+            "format": 2,
             "references": self.references.iter().map(|r| &self.variants[*r].label).collect::<Vec<_>>(),
             "passes": passes,
         })
@@ -399,7 +421,7 @@ mod tests {
     }
 
     #[test]
-    fn percentiles_are_nearest_rank() {
+    fn percentiles_are_the_value_at_floor_of_n_times_p() {
         let calls: Vec<f64> = (1..=1000).map(f64::from).collect();
         assert_eq!(
             PERCENTILES.map(|p| percentile(&calls, p)),
@@ -432,6 +454,11 @@ mod tests {
             assert_eq!(inside, b.calls, "{b:?}");
         }
         assert!(histogram(&[]).is_empty());
+        // Values on the bounds belong to the bucket they open.
+        let on_bounds: Vec<f64> = (20..=40).map(|i| 10f64.powf(f64::from(i) / 10.0)).collect();
+        for b in histogram(&on_bounds) {
+            assert_eq!(b.calls, 1, "{b:?}");
+        }
     }
 
     #[test]
@@ -488,6 +515,31 @@ mod tests {
                 .as_object()
                 .expect("ratios")
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_kind_one_variant_lacks_shows_dashes_and_a_repeated_reference_counts_once() {
+        let mut hybrid = variant("hybrid", "eth_call", vec![2.0]);
+        hybrid
+            .warm
+            .insert("eth_getBalance".to_string(), vec![4.0, 4.0]);
+        let report = RpcReport::new(
+            vec![variant("stock-v1", "eth_call", vec![1.0]), hybrid],
+            &["stock-v1".into(), "stock-v1".into()],
+        )
+        .expect("report");
+        let md = report.markdown();
+        assert!(md.contains("| hybrid / stock-v1 |\n"), "{md}");
+        assert!(
+            md.contains("| `eth_getBalance` | - | 4 / 4 / 4 / 4 | - |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| `eth_call` | 1 / 1 / 1 / 1 | 2 / 2 / 2 / 2 | **2.00x** / 2.00x / 2.00x / 2.00x |"
+            ),
+            "{md}"
         );
     }
 
