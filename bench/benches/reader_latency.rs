@@ -3,10 +3,10 @@
 //! the open alone, while another thread commits durable batches at a fixed rate (the same for
 //! both sides, so both carry the same write load). The hybrid against MDBX alone, holding the
 //! same rows, in alternating rounds of one run (order swapped every round, a warm-up round
-//! discarded). Prints p50/p90/p99/p99.9/max and the hybrid/MDBX ratio at each percentile; the goal is p99 <= 1.2x for
-//! open + 100 gets (stock MDBX never makes a reader wait for a commit, and neither may the
-//! hybrid). The open-alone ratio isolates waiting from the engines' different get speeds. The
-//! hybrid runs twice, with RocksDB's row cache (default) and without, since every row here is
+//! discarded). Prints p50/p90/p99/p99.9/max and the hybrid/MDBX ratio at each percentile; the
+//! goal is p99 <= 1.2x for open + 100 gets (stock MDBX never makes a reader wait for a commit,
+//! and neither may the hybrid). The open-alone ratio isolates waiting from the engines'
+//! different get speeds. The hybrid runs twice, with RocksDB's row cache (default) and without, since every row here is
 //! hot and a node's cold lookups skip the row cache.
 //!
 //! `cargo bench -p reth-hybrid-bench --bench reader_latency` (`READER_BENCH_SECS` per round,

@@ -157,15 +157,8 @@ pub fn kinds(variants: &[Variant]) -> Vec<String> {
     seen
 }
 
-/// The percentile of ascending `sorted` (`p` in percent) as reth's summary scripts and the
-/// bench's block statistics take it: the value at index `floor(n * p / 100)`.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((sorted.len() as f64 * p / 100.0) as usize).min(sorted.len() - 1);
-    sorted[rank]
-}
+/// The percentile of ascending `sorted` (`p` in percent), as the block statistics take it.
+pub(crate) use super::stats::percentile_sorted as percentile;
 
 /// A histogram bucket: calls with `lower_us <= latency < upper_us`.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]

@@ -42,7 +42,9 @@ pub struct Dist {
     pub p99_ms: f64,
 }
 
-fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
+/// The value at index `floor(n * p / 100)` of ascending `sorted` (`p` in percent), as reth's
+/// summary scripts take a percentile; NaN for no values.
+pub(crate) fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
