@@ -8,6 +8,7 @@
 mod commit;
 pub mod control;
 pub mod crash;
+pub mod digest;
 pub mod durable;
 pub mod error;
 pub mod fault;

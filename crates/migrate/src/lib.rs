@@ -6,7 +6,6 @@ pub mod abandon;
 mod copy_feed;
 pub mod crash;
 pub mod datadir;
-pub mod digest;
 pub mod error;
 pub mod fault;
 mod file_check;
@@ -18,9 +17,9 @@ pub mod state;
 pub mod stats;
 pub mod verify;
 
-pub use digest::TableDigest;
 pub use error::MigrateError;
 pub use generate::{GenerateReport, GenerateSpec, generate, generate_with_progress};
 pub use migrate::{MigrateReport, TableReport, migrate};
 pub use plan::{MigrateRequest, Plan, TablePlan, plan};
+pub use reth_hybrid_hybrid::digest::{self, TableDigest};
 pub use reth_hybrid_hybrid::progress::{self, NoProgress, Progress};
