@@ -3,20 +3,22 @@
 //! the static files, hashed state and packed tries in MDBX), side by side in one run with a raw
 //! copy of the same source bytes:
 //!
-//! - adoption: the whole `adopt_to_v1` call, checks included (the head's state root recomputed
-//!   from the hashed state), the copies from RocksDB and the static files, the plain state
-//!   rebuilt, the changesets checked per block, the tries switched, reth's copies cleared;
+//! - adoption, once to each target: the whole `adopt` call, checks included (the head's state
+//!   root recomputed from the hashed state), the copies from RocksDB (ingested into
+//!   `hybrid-rocksdb/` for the hybrid target, the default; into MDBX for v1) and from the static
+//!   files, the plain state rebuilt, the changesets checked per block, the tries switched,
+//!   reth's copies cleared;
 //! - raw copy: every byte adoption reads (reth's RocksDB files, the static files, the hashed
 //!   state and tries' rows) read once and written once to one file, fsynced: the floor for any
 //!   tool that reads the v2 datadir and writes what it read.
 //!
-//! Before each, the source is dropped from the page cache (read from disk). The two alternate
-//! for `RETH_HYBRID_BENCH_ROUNDS` rounds (default 3; the ratio uses medians). Prints
-//! `adopt / raw copy throughput` (target >= 0.70). `RETH_HYBRID_BENCH_TX_MILLIONS` (default 10)
-//! sizes the datadir, generated once with its twin under `RETH_HYBRID_BENCH_DIR` (default
-//! `~/.cache/reth-hybrid/bench-data`). Moving to the hybrid afterwards is `migrate`'s benchmark.
+//! Before each, the source is dropped from the page cache (read from disk). The three take turns
+//! going first for `RETH_HYBRID_BENCH_ROUNDS` rounds (default 3; the ratios use medians). Prints
+//! `adopt / raw copy throughput` for each target (target >= 0.70). `RETH_HYBRID_BENCH_TX_MILLIONS`
+//! (default 10) sizes the datadir, generated once with its twin under `RETH_HYBRID_BENCH_DIR`
+//! (default `~/.cache/reth-hybrid/bench-data`).
 
-use reth_hybrid_adopt::{Progress, adopt_to_v1};
+use reth_hybrid_adopt::{AdoptReport, AdoptTarget, Progress, adopt};
 use reth_hybrid_api::Tables;
 use reth_hybrid_bench::{
     BenchData, copy_tree_synced, dir_bytes, env_or, evict_from_page_cache, generated_template,
@@ -164,40 +166,46 @@ fn main() {
     } else {
         env_or("RETH_HYBRID_BENCH_ROUNDS", 3)
     };
-    let (mut raws, mut adopts, mut bytes, mut report) = (Vec::new(), Vec::new(), 0, None);
+    let targets = [AdoptTarget::Hybrid, AdoptTarget::V1];
+    let (mut raws, mut adopts, mut bytes, mut report) = (
+        Vec::new(),
+        vec![Vec::new(); targets.len()],
+        0,
+        None::<AdoptReport>,
+    );
     for round in 1..=rounds {
-        let work = scratch.path().join("adopt");
-        let _ = std::fs::remove_dir_all(&work);
-        copy_tree_synced(&twin, &work).expect("copy the twin");
-        let mut raw = || {
-            evict_from_page_cache(&twin);
-            let (secs, b) = raw_copy_of_sources(&twin, &scratch.path().join("raw.bin"));
-            bytes = b;
-            eprintln!(
-                "round {round}: raw copy of {:.1} MB: {secs:.2} s",
-                b as f64 / 1e6
-            );
-            raws.push(secs);
-        };
-        // Alternate which goes first.
-        if round % 2 == 1 {
-            raw();
+        // Raw copy, then each target; each round starts one further along.
+        for turn in 0..=targets.len() {
+            let which = (turn + round - 1) % (targets.len() + 1);
+            if which == 0 {
+                evict_from_page_cache(&twin);
+                let (secs, b) = raw_copy_of_sources(&twin, &scratch.path().join("raw.bin"));
+                bytes = b;
+                eprintln!(
+                    "round {round}: raw copy of {:.1} MB: {secs:.2} s",
+                    b as f64 / 1e6
+                );
+                raws.push(secs);
+                continue;
+            }
+            let target = targets[which - 1];
+            let work = scratch.path().join("adopt");
+            let _ = std::fs::remove_dir_all(&work);
+            copy_tree_synced(&twin, &work).expect("copy the twin");
+            evict_from_page_cache(&work);
+            let files = FlatStaticFiles::open(&work.join("static")).expect("open the static files");
+            let t = Instant::now();
+            let adopted = adopt(&work, &OurMdbx, &files, target, &StepTimes::new()).expect("adopt");
+            let secs = t.elapsed().as_secs_f64();
+            eprintln!("round {round}: adopt to {}: {secs:.2} s", target.as_str());
+            adopts[which - 1].push(secs);
+            report = Some(adopted);
+            drop(files);
+            let _ = std::fs::remove_dir_all(&work);
         }
-        evict_from_page_cache(&work);
-        let files = FlatStaticFiles::open(&work.join("static")).expect("open the static files");
-        let t = Instant::now();
-        report = Some(adopt_to_v1(&work, &OurMdbx, &files, &StepTimes::new()).expect("adopt"));
-        let secs = t.elapsed().as_secs_f64();
-        eprintln!("round {round}: adopt_to_v1: {secs:.2} s");
-        adopts.push(secs);
-        drop(files);
-        if round % 2 == 0 {
-            raw();
-        }
-        let _ = std::fs::remove_dir_all(&work);
     }
     let report = report.expect("one round at least");
-    let (raw, adopt) = (median(&raws), median(&adopts));
+    let raw = median(&raws);
     let txs = report.static_rows.senders;
     let rows: u64 = report.upstream_rows.iter().map(|r| r.1).sum::<u64>()
         + report.static_rows.account_changesets
@@ -213,24 +221,35 @@ fn main() {
     );
     println!("| method | seconds | rows/s | MB/s (source bytes) |");
     println!("|---|---|---|---|");
-    for (name, s) in [
-        ("adopt_to_v1 (checks, copies, rebuild, switch)", adopt),
-        ("raw copy of the same bytes (floor)", raw),
-    ] {
+    let names = [
+        "adopt to hybrid (checks, ingestion, copies, rebuild, switch)",
+        "adopt to v1 (checks, copies into MDBX, rebuild, switch)",
+    ];
+    let rows_of = names
+        .iter()
+        .zip(&adopts)
+        .map(|(name, secs)| (*name, median(secs)))
+        .chain([("raw copy of the same bytes (floor)", raw)]);
+    for (name, s) in rows_of {
         println!(
             "| {name} | {s:.2} | {:.0} | {:.0} |",
             rows as f64 / s,
             bytes as f64 / 1e6 / s
         );
     }
-    let ratios: Vec<String> = raws
-        .iter()
-        .zip(&adopts)
-        .map(|(r, a)| format!("{:.2}", r / a))
-        .collect();
-    println!(
-        "\nratio adopt / raw copy throughput: {:.2} (medians; per round {}) (target >= 0.70)",
-        raw / adopt,
-        ratios.join(", ")
-    );
+    println!();
+    for (target, secs) in targets.iter().zip(&adopts) {
+        let ratios: Vec<String> = raws
+            .iter()
+            .zip(secs)
+            .map(|(r, a)| format!("{:.2}", r / a))
+            .collect();
+        println!(
+            "ratio adopt to {} / raw copy throughput: {:.2} (medians; per round {}) (target >= \
+             0.70)",
+            target.as_str(),
+            raw / median(secs),
+            ratios.join(", ")
+        );
+    }
 }

@@ -54,6 +54,17 @@ pub enum AdoptError {
         first_difference: String,
     },
     #[error(
+        "the copy of {table} from reth's RocksDB into reth-hybrid's RocksDB does not match its \
+         source ({source_rows} rows there, {target_rows} in the copy, or their checksums \
+         differ). Nothing was switched: the datadir is still a working v2 datadir, and the copy \
+         was removed. Rerun the adoption to copy the table again; report this if it fails twice"
+    )]
+    IngestMismatch {
+        table: Tables,
+        source_rows: u64,
+        target_rows: u64,
+    },
+    #[error(
         "{table} holds {mdbx} rows for block {block} after the copy, where the static files \
          record {files}. Nothing was switched: the datadir is still a working v2 datadir. Report \
          this; to stage the static files' rows anew, clear all three tables they fill with the \

@@ -1,11 +1,14 @@
 //! Adopting a reth storage-v2 datadir (issue 35). v2 keeps history and tx hashes in reth's own
 //! RocksDB, changesets and senders in static files, no plain state, and its tries under packed
-//! keys. Adoption first turns it into a stock v1 datadir (every table in MDBX, in v1's bytes),
-//! which stock reth runs as it is, and then `migrate` moves the three tables to the hybrid's
-//! RocksDB, verified and resumable as for any v1 datadir. See docs/migration.md.
+//! keys. Adoption turns it into a hybrid datadir ([`AdoptTarget::Hybrid`]: history and tx hashes
+//! ingested straight into reth-hybrid's RocksDB, the rest in MDBX in v1's bytes) or into a stock
+//! v1 datadir ([`AdoptTarget::V1`]: every table in MDBX), which stock reth runs as it is. Either
+//! way one MDBX commit switches it: before it the datadir is the v2 one reth left, after it the
+//! target. See docs/migration.md.
 //!
 //! The pieces, each resumable from what the datadir already holds:
-//! - [`upstream_copy`]: reth's RocksDB tables into the MDBX tables of the same name;
+//! - [`upstream_ingest`]: reth's RocksDB tables into reth-hybrid's RocksDB by SST ingestion;
+//! - [`upstream_copy`]: reth's RocksDB tables into the MDBX tables of the same name (v1);
 //! - [`plain_state`]: `PlainAccountState`/`PlainStorageState` rebuilt from the hashed state, the
 //!   addresses and slots behind the hashes taken from the history keys;
 //! - [`trie`]: `AccountsTrie`/`StoragesTrie` rewritten under v1's keys, in the one write
@@ -17,6 +20,7 @@ pub mod plain_state;
 pub mod static_files;
 pub mod trie;
 pub mod upstream_copy;
+pub mod upstream_ingest;
 pub mod verify;
 
 mod crash;
@@ -36,11 +40,14 @@ use reth_hybrid_api::{
     typed::TypedDatabase,
 };
 use reth_hybrid_hybrid::{
+    Layout,
     control::{get_bytes, put_bytes},
     durable::{free_bytes, remove_durably, write_atomically},
-    layout::MIGRATION_STATE_FILE,
+    layout::{LAYOUT_KEY, MIGRATION_STATE_FILE},
 };
-use reth_hybrid_rocksdb::{HYBRID_ROCKSDB_DIR, UpstreamRocksDb, clear_upstream_tables};
+use reth_hybrid_rocksdb::{
+    HYBRID_ROCKSDB_DIR, RocksEngine, UpstreamRocksDb, clear_upstream_tables,
+};
 use serde::{Deserialize, Serialize};
 use static_files::{StaticRows, V2StaticFiles, copy_static_files};
 use std::{
@@ -49,12 +56,36 @@ use std::{
 };
 use trie::{TrieRows, convert_tries};
 use upstream_copy::{UPSTREAM_TABLES, copy_upstream_table};
+use upstream_ingest::ingest_upstream_table;
 
 /// The adoption's record: which v2 datadir it started from. Its presence also tells a rerun
 /// that MDBX's staged tables are the adoption's own.
 pub const ADOPT_STATE_FILE: &str = "hybrid-adopt.json";
 
-/// The MDBX tables adoption fills, which a v2 datadir leaves empty.
+/// Where an adoption leaves the datadir.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdoptTarget {
+    /// reth-hybrid's layout: history and tx hashes in `hybrid-rocksdb/`, the rest in MDBX.
+    Hybrid,
+    /// A stock reth v1 datadir, every table in MDBX (what state files before the target was
+    /// recorded describe).
+    #[default]
+    V1,
+}
+
+impl AdoptTarget {
+    /// As the node command's `--to` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hybrid => "hybrid",
+            Self::V1 => "v1",
+        }
+    }
+}
+
+/// The MDBX tables adoption fills, which a v2 datadir leaves empty ([`AdoptTarget::Hybrid`]
+/// leaves the first three empty too: they go to reth-hybrid's RocksDB).
 pub const STAGED_TABLES: [Tables; 8] = [
     Tables::TransactionHashNumbers,
     Tables::AccountsHistory,
@@ -95,13 +126,25 @@ impl Datadir {
     fn state_file(&self) -> PathBuf {
         self.root.join(ADOPT_STATE_FILE)
     }
-    /// reth-hybrid's own RocksDB or a migration in progress: this is not a v2 datadir as reth
-    /// left it.
-    fn has_hybrid_parts(&self) -> bool {
+    fn hybrid_rocksdb(&self) -> PathBuf {
+        self.root.join(HYBRID_ROCKSDB_DIR)
+    }
+    /// Where [`AdoptTarget::Hybrid`] writes its SST files before ingesting them.
+    fn staging(&self) -> PathBuf {
+        self.root.join(ADOPT_STAGING_DIR)
+    }
+    fn migration_in_progress(&self) -> bool {
         self.root.join(MIGRATION_STATE_FILE).exists()
-            || reth_hybrid_rocksdb::is_initialized(&self.root.join(HYBRID_ROCKSDB_DIR))
+    }
+    /// reth-hybrid's own RocksDB (a hybrid adoption's staged copy, or a hybrid datadir's) or a
+    /// migration in progress: this is not a v2 datadir as reth left it.
+    fn has_hybrid_parts(&self) -> bool {
+        self.migration_in_progress() || reth_hybrid_rocksdb::is_initialized(&self.hybrid_rocksdb())
     }
 }
+
+/// Where [`AdoptTarget::Hybrid`] stages its SST files (removed when the adoption ends).
+pub const ADOPT_STAGING_DIR: &str = "hybrid-adopt-staging";
 
 /// reth v2.5.1's own column families besides the three tables: adoption leaves them as they are
 /// (reth keeps block access lists there in either layout).
@@ -119,8 +162,9 @@ const PRUNED_REFUSED: [&str; 5] = [
 ];
 
 /// The adoption state's format: 2 since the stored tries are checked with the state root (a
-/// version 1 state's root is not reused, so a resumed run checks the tries too).
-const STATE_VERSION: u32 = 2;
+/// version 1 state's root is not reused, so a resumed run checks the tries too), 3 since it
+/// records its target (an older build must not resume a hybrid adoption as a v1 one).
+const STATE_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct AdoptState {
@@ -132,6 +176,9 @@ struct AdoptState {
     /// not read the whole state again.
     #[serde(default)]
     state_root: Option<B256>,
+    /// Where the adoption goes; a rerun must go there too.
+    #[serde(default)]
+    target: AdoptTarget,
 }
 
 /// What an adoption did.
@@ -232,18 +279,19 @@ pub enum AdoptStart {
     CleanupAfterSwitch,
 }
 
-/// Runs every refusal and check of [`adopt_to_v1`] on a read-only open and writes nothing: the
+/// Runs every refusal and check of [`adopt`] on a read-only open and writes nothing: the
 /// `--dry-run`.
 pub fn check_adoption<O: MdbxOpener>(
     datadir: &Path,
     mdbx: &O,
     source: &dyn V2StaticFiles,
+    target: AdoptTarget,
     progress: &dyn Progress,
 ) -> Result<AdoptPlan, AdoptError> {
     let dd = Datadir {
         root: datadir.to_path_buf(),
     };
-    Ok(checked(&dd, mdbx, source, progress)?.0)
+    Ok(checked(&dd, mdbx, source, target, progress)?.0)
 }
 
 /// The refusals, in an order where the cheap ones come first, then the plan and the source's
@@ -252,6 +300,7 @@ fn checked<O: MdbxOpener>(
     dd: &Datadir,
     mdbx: &O,
     source: &dyn V2StaticFiles,
+    target: AdoptTarget,
     progress: &dyn Progress,
 ) -> Result<(AdoptPlan, String), AdoptError> {
     if !dd.mdbx_file().exists() {
@@ -263,6 +312,26 @@ fn checked<O: MdbxOpener>(
     }
     reth_hybrid_hybrid::preflight::check_writable(&dd.root, &[dd.root.join("db")])?;
     let state = read_state(dd)?;
+    if let Some(state) = &state
+        && state.target != target
+    {
+        return Err(refused(
+            dd,
+            format!(
+                "an adoption to {} was started here, and this run asks for {}",
+                state.target.as_str(),
+                target.as_str()
+            ),
+            format!(
+                "Rerun it with `--to {}` to finish it{}.",
+                state.target.as_str(),
+                match state.target {
+                    AdoptTarget::V1 => " (then `reth-hybrid migrate` takes it to the hybrid)",
+                    AdoptTarget::Hybrid => " (then `reth-hybrid migrate --to mdbx` gives v1)",
+                }
+            ),
+        ));
+    }
     // reth-hybrid's own RocksDB or a migration: refused, except after an adoption's switch,
     // where a `migrate` run before the clean-up finished does no harm and the clean-up is left.
     let hybrid_parts = || {
@@ -296,7 +365,8 @@ fn checked<O: MdbxOpener>(
         };
         return Ok((plan, identity));
     }
-    if dd.has_hybrid_parts() {
+    // Before the switch, reth-hybrid's RocksDB can only be a hybrid adoption's own staged copy.
+    if dd.migration_in_progress() || (dd.has_hybrid_parts() && target != AdoptTarget::Hybrid) {
         return Err(hybrid_parts());
     }
     let start = match &state {
@@ -383,20 +453,31 @@ fn checked<O: MdbxOpener>(
     ))
 }
 
-/// Turns the storage-v2 datadir at `datadir` into a stock v1 one: see the module's docs. A
-/// rerun after any interruption continues; until the switch the datadir stays a working v2
-/// datadir, and after it a working v1 one.
+/// [`adopt`] to [`AdoptTarget::V1`].
 pub fn adopt_to_v1<O: MdbxOpener>(
     datadir: &Path,
     mdbx: &O,
     source: &dyn V2StaticFiles,
     progress: &dyn Progress,
 ) -> Result<AdoptReport, AdoptError> {
+    adopt(datadir, mdbx, source, AdoptTarget::V1, progress)
+}
+
+/// Turns the storage-v2 datadir at `datadir` into `target`'s layout: see the module's docs. A
+/// rerun after any interruption continues (with the same target); until the switch the datadir
+/// stays a working v2 datadir, and after it a working datadir of the target's layout.
+pub fn adopt<O: MdbxOpener>(
+    datadir: &Path,
+    mdbx: &O,
+    source: &dyn V2StaticFiles,
+    target: AdoptTarget,
+    progress: &dyn Progress,
+) -> Result<AdoptReport, AdoptError> {
     let started = Instant::now();
     let dd = Datadir {
         root: datadir.to_path_buf(),
     };
-    let (plan, identity) = checked(&dd, mdbx, source, progress)?;
+    let (plan, identity) = checked(&dd, mdbx, source, target, progress)?;
     let mut report = AdoptReport {
         head: plan.head,
         ..Default::default()
@@ -413,6 +494,10 @@ pub fn adopt_to_v1<O: MdbxOpener>(
             rw.clear(table)?;
         }
         rw.commit()?;
+        drop(mdbx);
+        // Only a hybrid adoption's own staged copy can be there (see `checked`).
+        remove_dir_durably(&dd.hybrid_rocksdb())?;
+        remove_dir_durably(&dd.staging())?;
         crash_point!("AdoptAfterRestageClear");
     }
     if plan.start != AdoptStart::CleanupAfterSwitch {
@@ -420,6 +505,7 @@ pub fn adopt_to_v1<O: MdbxOpener>(
             version: STATE_VERSION,
             source: identity,
             state_root: Some(plan.state_root),
+            target,
         })
         .map_err(|e| AdoptError::UnreadableState {
             path: dd.state_file(),
@@ -436,22 +522,55 @@ pub fn adopt_to_v1<O: MdbxOpener>(
             let upstream = UpstreamRocksDb::open_read_only(&dd.upstream_rocksdb())?
                 .ok_or_else(|| no_upstream_rocksdb(&dd))?;
             let limits = head_limits(&mdbx.begin_ro()?, report.head)?;
-            for table in UPSTREAM_TABLES {
-                let rows = copy_upstream_table(&upstream, &mdbx, table, limits, progress)?;
-                report.upstream_rows.push((table, rows));
-            }
+            // Where the history indices are once copied: the plain state's preimages.
+            let rocks = match target {
+                AdoptTarget::V1 => {
+                    for table in UPSTREAM_TABLES {
+                        let rows = copy_upstream_table(&upstream, &mdbx, table, limits, progress)?;
+                        report.upstream_rows.push((table, rows));
+                    }
+                    None
+                }
+                AdoptTarget::Hybrid => {
+                    let rocks = RocksEngine::open_in_datadir_for_bulk(&dd.root)?;
+                    for table in UPSTREAM_TABLES {
+                        let rows = ingest_upstream_table(
+                            &upstream,
+                            &rocks,
+                            &dd.staging(),
+                            table,
+                            limits,
+                            progress,
+                        )?;
+                        report.upstream_rows.push((table, rows));
+                    }
+                    Some(rocks)
+                }
+            };
             drop(upstream);
             report.static_rows = copy_static_files(&db, source, report.head, progress)?;
             {
                 use reth_hybrid_api::Database;
                 verify::changeset_counts_match(&db.tx()?, source, report.head, progress)?;
             }
-            report.plain = rebuild_plain_state(&mdbx, progress)?;
+            report.plain = match &rocks {
+                None => rebuild_plain_state(&mdbx, &mdbx, progress)?,
+                Some(rocks) => rebuild_plain_state(&mdbx, rocks, progress)?,
+            };
+            drop(rocks);
             progress.begin(
-                "switch to v1 (tries under v1's keys, stage progress, storage settings)",
+                &format!(
+                    "switch to {} (tries under v1's keys, stage progress, storage settings{})",
+                    target.as_str(),
+                    if target == AdoptTarget::Hybrid {
+                        ", layout"
+                    } else {
+                        ""
+                    }
+                ),
                 None,
             );
-            report.tries = switch_to_v1(&mdbx)?;
+            report.tries = switch_to_v1(&mdbx, target)?;
             progress.end();
             crash_point!("AdoptAfterSwitch");
         }
@@ -463,6 +582,7 @@ pub fn adopt_to_v1<O: MdbxOpener>(
         None,
     );
     clear_upstream_tables(&dd.upstream_rocksdb(), &UPSTREAM_TABLES)?;
+    remove_dir_durably(&dd.staging())?;
     crash_point!("AdoptAfterUpstreamClear");
     source.remove().map_err(|source| AdoptError::StaticFiles {
         what: "segments' removal".into(),
@@ -694,9 +814,26 @@ fn v1_stage_progress<T: RawTxMut>(tx: &T) -> Result<(), AdoptError> {
     Ok(())
 }
 
-/// The switch, in one MDBX write transaction: the tries under v1's keys and the storage settings
-/// set to v1. Before its commit the datadir is v2 as it was; after it, v1.
-fn switch_to_v1<E: RawEngine>(mdbx: &E) -> Result<TrieRows, AdoptError> {
+/// A folder and everything in it, gone for good (its parent synced); nothing when it is missing.
+fn remove_dir_durably(dir: &Path) -> Result<(), AdoptError> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(dir)(e)),
+    }
+    if let Some(parent) = dir.parent() {
+        std::fs::File::open(parent)
+            .and_then(|f| f.sync_all())
+            .map_err(io(parent))?;
+    }
+    Ok(())
+}
+
+/// The switch, in one MDBX write transaction: the tries under v1's keys, the storage settings
+/// set to v1 and, for [`AdoptTarget::Hybrid`], the layout that routes the three tables to
+/// reth-hybrid's RocksDB (where they were ingested). Before its commit the datadir is v2 as it
+/// was; after it, the target's.
+fn switch_to_v1<E: RawEngine>(mdbx: &E, target: AdoptTarget) -> Result<TrieRows, AdoptError> {
     let mut snapshot = mdbx.begin_ro()?;
     snapshot.disable_long_read_safety();
     let tx = mdbx.begin_rw()?;
@@ -707,6 +844,13 @@ fn switch_to_v1<E: RawEngine>(mdbx: &E) -> Result<TrieRows, AdoptError> {
         STORAGE_SETTINGS_KEY,
         StorageSettings { storage_v2: false }.to_json_bytes(),
     )?;
+    if target == AdoptTarget::Hybrid {
+        let mut layout = Layout::all(reth_hybrid_api::EngineKind::Mdbx);
+        for table in UPSTREAM_TABLES {
+            layout.set(table, reth_hybrid_api::EngineKind::RocksDb);
+        }
+        put_bytes(&tx, LAYOUT_KEY, layout.to_json())?;
+    }
     tx.commit()?;
     Ok(rows)
 }

@@ -27,11 +27,13 @@ pub struct PlainRows {
     pub storage: u64,
 }
 
-/// Rebuilds `PlainAccountState` and `PlainStorageState` in `engine` (MDBX, holding the history
-/// indices and the hashed state), resuming after the last plain row a previous run committed,
-/// and checks that every hashed row was found.
-pub fn rebuild_plain_state<E: RawEngine>(
+/// Rebuilds `PlainAccountState` and `PlainStorageState` in `engine` (MDBX, holding the hashed
+/// state), the preimages taken from the history indices in `history` (MDBX itself, or
+/// reth-hybrid's RocksDB where a hybrid adoption ingested them), resuming after the last plain
+/// row a previous run committed, and checks that every hashed row was found.
+pub fn rebuild_plain_state<E: RawEngine, H: RawEngine>(
     engine: &E,
+    history: &H,
     progress: &dyn crate::Progress,
 ) -> Result<PlainRows, AdoptError> {
     let total = |kind: Kind| -> Result<Option<u64>, AdoptError> {
@@ -41,10 +43,10 @@ pub fn rebuild_plain_state<E: RawEngine>(
         "plain accounts from the hashed state",
         total(Kind::Accounts)?,
     );
-    let accounts = rebuild(engine, Kind::Accounts, progress)?;
+    let accounts = rebuild(engine, history, Kind::Accounts, progress)?;
     progress.end();
     progress.begin("plain storage from the hashed state", total(Kind::Storage)?);
-    let storage = rebuild(engine, Kind::Storage, progress)?;
+    let storage = rebuild(engine, history, Kind::Storage, progress)?;
     progress.end();
     Ok(PlainRows { accounts, storage })
 }
@@ -117,16 +119,20 @@ fn plain_value<T: RawTx>(
     }
 }
 
-fn rebuild<E: RawEngine>(
+fn rebuild<E: RawEngine, H: RawEngine>(
     engine: &E,
+    history: &H,
     kind: Kind,
     progress: &dyn crate::Progress,
 ) -> Result<u64, AdoptError> {
     let len = kind.preimage_len();
     let mut resume = last_written(&engine.begin_ro()?, kind)?;
+    // One snapshot of the history for the whole rebuild (nothing writes it meanwhile).
+    let mut history_snapshot = history.begin_ro()?;
+    history_snapshot.disable_long_read_safety();
+    let mut history = history_snapshot.cursor(kind.history())?;
     loop {
         let tx = engine.begin_rw()?;
-        let mut history = tx.cursor(kind.history())?;
         let mut hashed = tx.cursor(kind.hashed())?;
         let mut plain = tx.cursor_mut(kind.plain())?;
         let mut next = match &resume {
@@ -156,7 +162,7 @@ fn rebuild<E: RawEngine>(
             }
         }
         let ended = next.is_none();
-        drop((history, hashed, plain));
+        drop((hashed, plain));
         tx.commit()?;
         progress.advance(written);
         crate::crash::crash_point!("AdoptPlainAfterCommit");
@@ -164,7 +170,7 @@ fn rebuild<E: RawEngine>(
             break;
         }
     }
-    check_complete(engine, kind)
+    check_complete(engine, &history_snapshot, kind)
 }
 
 /// The smallest key after every key that starts with `prefix`.
@@ -181,7 +187,11 @@ fn after_prefix(prefix: &[u8]) -> Vec<u8> {
 }
 
 /// Every hashed row has its plain twin; otherwise names one that has none.
-fn check_complete<E: RawEngine>(engine: &E, kind: Kind) -> Result<u64, AdoptError> {
+fn check_complete<E: RawEngine, T: RawTx>(
+    engine: &E,
+    history_snapshot: &T,
+    kind: Kind,
+) -> Result<u64, AdoptError> {
     let tx = engine.begin_ro()?;
     let plain = tx.entries(kind.plain())? as u64;
     let hashed = tx.entries(kind.hashed())? as u64;
@@ -190,7 +200,7 @@ fn check_complete<E: RawEngine>(engine: &E, kind: Kind) -> Result<u64, AdoptErro
     }
     // The failure path only: the hashes of every preimage, to find a hashed row without one.
     let mut known: HashSet<B256> = HashSet::new();
-    let mut history = tx.cursor(kind.history())?;
+    let mut history = history_snapshot.cursor(kind.history())?;
     let mut next = history.first()?;
     while let Some((key, _)) = next {
         let preimage = &key[..kind.preimage_len().min(key.len())];

@@ -32,7 +32,12 @@ pub struct HeadLimits {
 
 impl HeadLimits {
     /// `Some(what)` when the row is past the head.
-    fn past(&self, table: Tables, key: &[u8], value: &[u8]) -> Result<Option<String>, AdoptError> {
+    pub(crate) fn past(
+        &self,
+        table: Tables,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<String>, AdoptError> {
         use reth_hybrid_api::{Decompress, models::IntegerList};
         let decode = |_| AdoptError::Database(reth_hybrid_api::DatabaseError::decode());
         Ok(match table {

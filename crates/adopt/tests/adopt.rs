@@ -9,7 +9,8 @@ use alloy_primitives::{Address, B256, keccak256};
 use alloy_trie::Nibbles;
 use common::{Rows, all_rows, generated};
 use reth_hybrid_adopt::{
-    ADOPT_STATE_FILE, AdoptError, MdbxOpener, NoProgress, OpenError,
+    ADOPT_STAGING_DIR, ADOPT_STATE_FILE, AdoptError, AdoptTarget, MdbxOpener, NoProgress,
+    OpenError,
     plain_state::{PlainRows, rebuild_plain_state},
     static_files::{SourceError, V2StaticFiles},
     trie::{TrieRows, convert_tries},
@@ -74,6 +75,14 @@ fn adopt_to_v1(
     reth_hybrid_adopt::adopt_to_v1(datadir, &OurMdbx, source, progress)
 }
 
+fn adopt(
+    datadir: &Path,
+    source: &dyn V2StaticFiles,
+    target: AdoptTarget,
+) -> Result<reth_hybrid_adopt::AdoptReport, AdoptError> {
+    reth_hybrid_adopt::adopt(datadir, &OurMdbx, source, target, &NoProgress)
+}
+
 fn open(datadir: &Path) -> MdbxEngine {
     MdbxEngine::open(datadir, MdbxOptions::read_write()).expect("mdbx")
 }
@@ -107,7 +116,7 @@ fn plain_state_is_rebuilt_from_hashed_state_and_history_keys_and_resumes() {
     let engine = open(dir.path());
 
     clear(&engine, &plain);
-    let rows = rebuild_plain_state(&engine, &NoProgress).expect("rebuild");
+    let rows = rebuild_plain_state(&engine, &engine, &NoProgress).expect("rebuild");
     assert_eq!(
         rows,
         PlainRows {
@@ -125,7 +134,7 @@ fn plain_state_is_rebuilt_from_hashed_state_and_history_keys_and_resumes() {
         let half = expected[&table].len() / 2;
         put_rows(&engine, table, &expected[&table][..half]);
     }
-    rebuild_plain_state(&engine, &NoProgress).expect("resume");
+    rebuild_plain_state(&engine, &engine, &NoProgress).expect("resume");
     drop(engine);
     assert_eq!(all_rows(dir.path()), expected);
 }
@@ -156,7 +165,7 @@ fn a_hashed_account_or_slot_without_history_is_refused_by_name() {
         &[Tables::PlainAccountState, Tables::PlainStorageState],
     );
 
-    let err = rebuild_plain_state(&engine, &NoProgress).expect_err("a hole is refused");
+    let err = rebuild_plain_state(&engine, &engine, &NoProgress).expect_err("a hole is refused");
     let AdoptError::MissingPreimages {
         table,
         missing,
@@ -176,7 +185,7 @@ fn a_hashed_account_or_slot_without_history_is_refused_by_name() {
         &expected[&Tables::AccountsHistory],
     );
     clear(&engine, &[Tables::PlainAccountState]);
-    let err = rebuild_plain_state(&engine, &NoProgress).expect_err("the slot's hole");
+    let err = rebuild_plain_state(&engine, &engine, &NoProgress).expect_err("the slot's hole");
     let AdoptError::MissingPreimages { table, example, .. } = &err else {
         panic!("wrong error: {err}");
     };
@@ -707,6 +716,108 @@ fn a_v2_datadir_adopted_equals_its_v1_twin_table_by_table_then_migrates() {
     );
 }
 
+/// The hybrid target: history and tx hashes ingested straight into reth-hybrid's RocksDB give
+/// the datadir `migrate` makes of the v1 twin, every row and the recorded layout byte for byte;
+/// `verify` passes, and `migrate --to mdbx` takes it back to the v1 twin.
+#[test]
+fn a_v2_datadir_adopted_to_the_hybrid_equals_its_v1_twin_migrated() {
+    let (v1, expected, v2, files) = v1_and_v2_twin(3, 5);
+    let report = adopt(v2.path(), &files, AdoptTarget::Hybrid).expect("adopt");
+    assert_eq!(report.head, 300);
+    for (table, rows) in &report.upstream_rows {
+        assert_eq!(*rows as usize, expected[table].len(), "{table}");
+        assert_eq!(
+            common::counts(v2.path(), *table),
+            (0, expected[table].len()),
+            "{table}: in hybrid-rocksdb only"
+        );
+    }
+    assert!(!v2.path().join(ADOPT_STATE_FILE).exists());
+    assert!(!v2.path().join(ADOPT_STAGING_DIR).exists());
+    assert!(files.removed.load(std::sync::atomic::Ordering::SeqCst));
+    assert_same_rows(&all_rows(v2.path()), &expected, "every row, byte for byte");
+
+    reth_hybrid_migrate::migrate(
+        v1.path(),
+        &reth_hybrid_migrate::MigrateRequest::new(reth_hybrid_api::EngineKind::RocksDb),
+        &NoProgress,
+    )
+    .expect("migrate the twin");
+    let layout = |dir: &Path| {
+        let engine = MdbxEngine::open_read_only(dir).expect("mdbx");
+        reth_hybrid_hybrid::control::get_bytes(
+            &engine.begin_ro().expect("ro"),
+            reth_hybrid_hybrid::layout::LAYOUT_KEY,
+        )
+        .expect("get")
+        .expect("a recorded layout")
+    };
+    assert_eq!(
+        layout(v2.path()),
+        layout(v1.path()),
+        "the layout migrate records"
+    );
+    let verified = reth_hybrid_migrate::verify::verify(v2.path(), &NoProgress).expect("verify");
+    assert!(verified.passed(), "{verified:?}");
+
+    // The way back: a stock v1 datadir, the twin's rows.
+    reth_hybrid_migrate::migrate(
+        v2.path(),
+        &reth_hybrid_migrate::MigrateRequest::new(reth_hybrid_api::EngineKind::Mdbx),
+        &NoProgress,
+    )
+    .expect("back to mdbx");
+    assert_same_rows(&all_rows(v2.path()), &expected, "rolled back to v1");
+    assert_eq!(
+        common::counts(v2.path(), Tables::TransactionHashNumbers).1,
+        0
+    );
+}
+
+/// An adoption is finished with the target it started with: a rerun asking for the other one
+/// is refused and changes nothing. A hybrid adoption interrupted and restaged (a v2 node ran in
+/// between) copies into a fresh hybrid-rocksdb, without the stale copy.
+#[test]
+fn a_hybrid_adoption_keeps_its_target_and_restages_its_rocksdb() {
+    let (_v1, expected, v2, mut files) = v1_and_v2_twin(2, 8);
+    files.fail_at = Some(150);
+    adopt(v2.path(), &files, AdoptTarget::Hybrid).expect_err("interrupted");
+    assert!(
+        common::counts(v2.path(), Tables::TransactionHashNumbers).1 > 0,
+        "staged in hybrid-rocksdb"
+    );
+    files.fail_at = None;
+    let before = common::files(v2.path());
+    let err = adopt(v2.path(), &files, AdoptTarget::V1).expect_err("other target");
+    assert!(
+        matches!(err, AdoptError::Refused { .. }) && err.to_string().contains("--to hybrid"),
+        "{err}"
+    );
+    assert_eq!(
+        common::files(v2.path()),
+        before,
+        "the refusal changed nothing"
+    );
+
+    // A stale staged row in hybrid-rocksdb: gone with the restage.
+    {
+        let rocks =
+            reth_hybrid_rocksdb::RocksEngine::open_in_datadir_for_bulk(v2.path()).expect("rocksdb");
+        let tx = rocks.begin_rw().expect("rw");
+        tx.put(Tables::TransactionHashNumbers, &[0xee; 32], &[7])
+            .expect("stale row");
+        tx.commit().expect("commit");
+    }
+    a_v2_node_ran(v2.path());
+    adopt(v2.path(), &files, AdoptTarget::Hybrid).expect("restaged");
+    let mut adopted = all_rows(v2.path());
+    adopted
+        .get_mut(&Tables::StageCheckpoints)
+        .expect("table")
+        .retain(|(k, _)| k != b"SomeStage");
+    assert_same_rows(&adopted, &expected, "restaged without the stale rows");
+}
+
 /// What a v2 node run between two adoption attempts leaves: a moved checkpoint (a new source
 /// identity), and a staged row the older head's staging would not have (`SomeStage` is dropped
 /// from the comparison afterwards).
@@ -840,7 +951,8 @@ fn a_resumed_adoption_checks_the_tries_again_unless_its_state_file_says_it_did()
     let state_path = v2.path().join(ADOPT_STATE_FILE);
     let state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&state_path).expect("state")).expect("json");
-    assert_eq!(state["version"], 2, "{state}");
+    assert_eq!(state["version"], 3, "{state}");
+    assert_eq!(state["target"], "v1", "{state}");
     let with_version = |version: u64| {
         let mut state = state.clone();
         state["version"] = version.into();
@@ -848,7 +960,7 @@ fn a_resumed_adoption_checks_the_tries_again_unless_its_state_file_says_it_did()
     };
 
     // A state file from a newer build is not guessed at.
-    with_version(3);
+    with_version(4);
     let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("newer state");
     assert!(
         matches!(err, AdoptError::UnreadableState { .. }) && err.to_string().contains("newer"),
@@ -967,8 +1079,14 @@ fn adoption_refusals_change_nothing() {
 fn a_state_root_that_does_not_match_the_head_is_refused_before_anything_is_written() {
     let (_v1, _, v2, mut files) = v1_and_v2_twin(1, 6);
     // The twin's root is right (alloy-trie's, from the plain state): a dry run passes.
-    let plan =
-        reth_hybrid_adopt::check_adoption(v2.path(), &OurMdbx, &files, &NoProgress).expect("plan");
+    let plan = reth_hybrid_adopt::check_adoption(
+        v2.path(),
+        &OurMdbx,
+        &files,
+        AdoptTarget::V1,
+        &NoProgress,
+    )
+    .expect("plan");
     assert_eq!(plan.state_root, files.state_root);
     assert_eq!(plan.start, reth_hybrid_adopt::AdoptStart::Fresh);
     assert!(plan.needed_bytes > 0 && plan.available_bytes > 0);
@@ -1035,6 +1153,7 @@ fn changesets_that_differ_from_the_static_files_counts_stop_before_the_switch() 
 const CHILD_V2: &str = "RETH_HYBRID_ADOPT_CHILD_V2";
 const CHILD_V1: &str = "RETH_HYBRID_ADOPT_CHILD_V1";
 const CHILD_HEAD: &str = "RETH_HYBRID_ADOPT_CHILD_HEAD";
+const CHILD_TARGET: &str = "RETH_HYBRID_ADOPT_CHILD_TARGET";
 
 /// Where the kill test's children record the static files' removal.
 fn removed_marker(v2: &Path) -> std::path::PathBuf {
@@ -1050,13 +1169,19 @@ fn adoption_child() {
         .expect("head")
         .parse()
         .expect("number");
+    let target = match std::env::var(CHILD_TARGET).as_deref() {
+        Ok("hybrid") => AdoptTarget::Hybrid,
+        _ => AdoptTarget::V1,
+    };
     let mut files = static_files_of(&v1, head);
     files.removed_marker = Some(removed_marker(&v2));
-    adopt_to_v1(&v2, &files, &NoProgress).expect("adoption finishes");
+    adopt(&v2, &files, target).expect("adoption finishes");
 }
 
 /// Crash points in the order adoption reaches them, with how many times each is passed on a
 /// twin of scale 2 (the copies commit every 200,000 / 1,000 blocks / 100,000 rows: once here).
+/// The hybrid target passes `AdoptIngestAfterFile` (one file per table here) instead of
+/// `AdoptCopyAfterCommit`.
 const ADOPT_POINTS: [(&str, u64); 7] = [
     ("AdoptAfterStateWrite", 1),
     ("AdoptCopyAfterCommit", 3),
@@ -1068,6 +1193,16 @@ const ADOPT_POINTS: [(&str, u64); 7] = [
 ];
 
 fn run_adoption_child(v2: &Path, v1: &Path, head: u64, crash_at: Option<String>) -> bool {
+    run_adoption_child_to(AdoptTarget::V1, v2, v1, head, crash_at)
+}
+
+fn run_adoption_child_to(
+    target: AdoptTarget,
+    v2: &Path,
+    v1: &Path,
+    head: u64,
+    crash_at: Option<String>,
+) -> bool {
     use std::os::unix::process::ExitStatusExt;
     let mut cmd = std::process::Command::new(std::env::current_exe().expect("test binary"));
     cmd.args([
@@ -1080,6 +1215,7 @@ fn run_adoption_child(v2: &Path, v1: &Path, head: u64, crash_at: Option<String>)
     .env(CHILD_V2, v2)
     .env(CHILD_V1, v1)
     .env(CHILD_HEAD, head.to_string())
+    .env(CHILD_TARGET, target.as_str())
     .stdout(std::process::Stdio::null())
     .stderr(std::process::Stdio::piped());
     match &crash_at {
@@ -1106,9 +1242,26 @@ fn run_adoption_child(v2: &Path, v1: &Path, head: u64, crash_at: Option<String>)
 /// or v1 (after it), and a rerun finishes it.
 #[test]
 fn an_adoption_killed_at_every_step_resumes_to_the_v1_twins_tables() {
+    killed_at_every_step(AdoptTarget::V1);
+}
+
+/// The same for the hybrid target: the rows end up where the hybrid layout keeps them, and the
+/// staged SST files are gone.
+#[test]
+fn a_hybrid_adoption_killed_at_every_step_resumes_to_the_v1_twins_rows() {
+    killed_at_every_step(AdoptTarget::Hybrid);
+}
+
+fn killed_at_every_step(target: AdoptTarget) {
     let (v1, expected, template, _) = v1_and_v2_twin(2, 9);
     let head = 200;
-    let run = |dir: &Path, spec: Option<String>| run_adoption_child(dir, v1.path(), head, spec);
+    let run = |dir: &Path, spec: Option<String>| {
+        run_adoption_child_to(target, dir, v1.path(), head, spec)
+    };
+    let points = ADOPT_POINTS.map(|(point, passes)| match (target, point) {
+        (AdoptTarget::Hybrid, "AdoptCopyAfterCommit") => ("AdoptIngestAfterFile", passes),
+        _ => (point, passes),
+    });
     let settings_v2 = |dir: &Path| {
         let engine = MdbxEngine::open_read_only(dir).expect("mdbx");
         let tx = engine.begin_ro().expect("ro");
@@ -1124,6 +1277,9 @@ fn an_adoption_killed_at_every_step_resumes_to_the_v1_twins_tables() {
     };
     let finished = |dir: &Path, what: &str| {
         assert_same_rows(&all_rows(dir), &expected, what);
+        let in_rocksdb = common::counts(dir, Tables::TransactionHashNumbers).1 > 0;
+        assert_eq!(in_rocksdb, target == AdoptTarget::Hybrid, "{what}: where");
+        assert!(!dir.join(ADOPT_STAGING_DIR).exists(), "{what}: staging");
         assert!(!dir.join(ADOPT_STATE_FILE).exists(), "{what}: state file");
         assert!(removed_marker(dir).exists(), "{what}: static files removed");
         let families = reth_hybrid_rocksdb::inspect_upstream_rocksdb(&dir.join("rocksdb"))
@@ -1140,21 +1296,17 @@ fn an_adoption_killed_at_every_step_resumes_to_the_v1_twins_tables() {
     let dir = work.path().join("all");
     common::copy_tree(template.path(), &dir);
     let mut kills = 0;
-    for (point, passes) in ADOPT_POINTS {
+    for (point, passes) in points {
         if run(&dir, Some(format!("{point}:{passes}"))) {
             kills += 1;
         }
     }
     assert!(!run(&dir, None), "the last run finishes");
     finished(&dir, "killed at every point in turn");
-    assert_eq!(
-        kills,
-        ADOPT_POINTS.len(),
-        "every point was reached and killed"
-    );
+    assert_eq!(kills, points.len(), "every point was reached and killed");
 
     // Each point alone, on a fresh copy: what stock reth would find, then the rerun.
-    for (point, passes) in ADOPT_POINTS {
+    for (point, passes) in points {
         for pass in 1..=passes {
             let dir = work.path().join(format!("{point}-{pass}"));
             common::copy_tree(template.path(), &dir);
@@ -1162,11 +1314,11 @@ fn an_adoption_killed_at_every_step_resumes_to_the_v1_twins_tables() {
                 run(&dir, Some(format!("{point}:{pass}"))),
                 "{point}:{pass} reached"
             );
-            let switched = ADOPT_POINTS
+            let switched = points
                 .iter()
                 .position(|(p, _)| *p == point)
                 .expect("listed")
-                >= ADOPT_POINTS
+                >= points
                     .iter()
                     .position(|(p, _)| *p == "AdoptAfterSwitch")
                     .expect("listed");
@@ -1273,6 +1425,12 @@ fn an_adoption_killed_in_its_clean_up_and_migrated_meanwhile_still_finishes() {
 /// (written before MDBX); adoption refuses to carry them into v1, and the datadir stays v2.
 #[test]
 fn rows_past_the_head_in_reths_rocksdb_are_refused_before_the_switch() {
+    for target in [AdoptTarget::V1, AdoptTarget::Hybrid] {
+        rows_past_the_head_are_refused(target);
+    }
+}
+
+fn rows_past_the_head_are_refused(target: AdoptTarget) {
     for (table, key, value) in [
         // A tx hash pointing past the last transaction.
         (
@@ -1301,12 +1459,17 @@ fn rows_past_the_head_in_reths_rocksdb_are_refused_before_the_switch() {
             db.put_cf(db.cf_handle(table.name()).expect("cf"), &key, &value)
                 .expect("put");
         }
-        let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("past the head");
+        let err = adopt(v2.path(), &files, target).expect_err("past the head");
         assert!(
             matches!(err, AdoptError::RowsPastHead { table: t, head: 100, .. } if t == table),
             "{err}"
         );
         assert!(err.to_string().contains("Start the v2 node once"), "{err}");
+        assert_eq!(
+            common::counts(v2.path(), table),
+            (0, 0),
+            "{target:?}: nothing of {table} landed"
+        );
         let engine = MdbxEngine::open_read_only(v2.path()).expect("mdbx");
         let tx = engine.begin_ro().expect("ro");
         let settings = reth_hybrid_hybrid::control::get_bytes(

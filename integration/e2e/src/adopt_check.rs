@@ -26,7 +26,7 @@ pub struct Args {
     /// The hybrid node binary (reth-hybrid-node-hybrid): adopts, then serves the result.
     #[arg(long)]
     hybrid_node: PathBuf,
-    /// The `reth-hybrid` tool (migrates the v1 twin, and the adopted datadir).
+    /// The `reth-hybrid` tool (migrates the v1 twin, verifies the adopted datadir).
     #[arg(long)]
     cli: PathBuf,
     /// The chain as an RLP file (`reth import` reads it).
@@ -304,7 +304,7 @@ pub async fn run(args: Args) -> eyre::Result<()> {
     println!(
         "adopt-v2: the adopted datadir equals its v1 twin migrated to the hybrid in every table \
          (db diff), and answers {} sampled RPC calls of each kind as the v2 node did; adopt-v2 \
-         (checks, adoption, migration, verify) {adopt_secs:.1}s; of the v1 twin: reth-hybrid \
+         (checks, adoption straight to the hybrid, verify) {adopt_secs:.1}s; of the v1 twin: reth-hybrid \
          migrate {migrate_secs:.1}s, reth's own db migrate-v2 {reth_migrate_v2_secs:.1}s (senders \
          and tries left to its pipeline)",
         args.samples

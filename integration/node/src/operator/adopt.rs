@@ -1,15 +1,16 @@
 //! `db adopt-v2`: a reth storage-v2 datadir onto the hybrid without a resync. reth-hybrid-adopt
 //! does the work (docs/migration.md, "For storage v2 operators") on reth's own MDBX; this
 //! command supplies what only reth can read, the static files' changesets and senders, through
-//! reth's static-file provider. The result is a stock v1 datadir; with `--to hybrid` (the
-//! default) the `reth-hybrid` tool then migrates it, as any v1 datadir.
+//! reth's static-file provider. With `--to hybrid` (the default) history and tx hashes go
+//! straight into reth-hybrid's RocksDB and the `reth-hybrid` tool then verifies the datadir;
+//! with `--to v1` the result is a stock v1 datadir.
 
 use alloy_primitives::{Address, B256};
 use eyre::WrapErr;
 use reth_db::{Database, DatabaseEnv, mdbx::DatabaseArguments};
 use reth_hybrid_adapter::RethMdbx;
 use reth_hybrid_adopt::{
-    AdoptStart, MdbxOpener, OpenError, Progress, adopt_to_v1, check_adoption,
+    AdoptStart, MdbxOpener, OpenError, Progress, adopt, check_adoption,
     static_files::{SourceError, V2StaticFiles},
 };
 use reth_hybrid_api::{Tables, models};
@@ -35,13 +36,21 @@ pub enum AdoptTarget {
     V1,
 }
 
+impl From<AdoptTarget> for reth_hybrid_adopt::AdoptTarget {
+    fn from(target: AdoptTarget) -> Self {
+        match target {
+            AdoptTarget::Hybrid => Self::Hybrid,
+            AdoptTarget::V1 => Self::V1,
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct AdoptArgs {
     /// Where the datadir ends up.
     #[arg(long, value_enum, default_value = "hybrid")]
     to: AdoptTarget,
-    /// The `reth-hybrid` tool that migrates and then verifies the adopted datadir (default:
-    /// from PATH).
+    /// The `reth-hybrid` tool that verifies the adopted hybrid datadir (default: from PATH).
     #[arg(long)]
     cli: Option<PathBuf>,
     /// Run every refusal and check (the head's state root and the stored tries included), print
@@ -258,7 +267,7 @@ pub fn run(args: AdoptArgs, data_dir: &ChainPath<DataDirPath>) -> eyre::Result<(
     };
     let progress = LogProgress::default();
     if args.dry_run {
-        let plan = check_adoption(datadir, &RethOpener, &source, &progress)?;
+        let plan = check_adoption(datadir, &RethOpener, &source, args.to.into(), &progress)?;
         println!(
             "dry run: {} can be adopted (nothing was changed)\n  head block {}, state root {} \
              recomputed from the hashed state and equal to the header's; \
@@ -272,14 +281,14 @@ pub fn run(args: AdoptArgs, data_dir: &ChainPath<DataDirPath>) -> eyre::Result<(
                 AdoptStart::Resume => "resumes an interrupted adoption",
                 AdoptStart::Restage => "restages an adoption the v2 node ran past",
                 AdoptStart::CleanupAfterSwitch =>
-                    "finishes the clean-up of an adoption already switched to v1",
+                    "finishes the clean-up of an adoption already switched",
             },
             plan.needed_bytes >> 20,
             plan.available_bytes >> 20,
         );
         return Ok(());
     }
-    let adopted = adopt_to_v1(datadir, &RethOpener, &source, &progress)?;
+    let adopted = adopt(datadir, &RethOpener, &source, args.to.into(), &progress)?;
     info!(
         target: "reth::cli",
         head = adopted.head,
@@ -289,39 +298,28 @@ pub fn run(args: AdoptArgs, data_dir: &ChainPath<DataDirPath>) -> eyre::Result<(
         plain_accounts = adopted.plain.accounts,
         plain_slots = adopted.plain.storage,
         seconds = adopted.seconds,
-        "adopted: a stock v1 datadir now"
+        target = reth_hybrid_adopt::AdoptTarget::from(args.to).as_str(),
+        "adopted"
     );
     if args.to == AdoptTarget::Hybrid {
-        // The migration runs on reth-hybrid's own MDBX engine, which cannot share this process
-        // with reth's libmdbx: the `reth-hybrid` tool does it.
+        // Each copy was checked as it was made; `verify` checks the datadir as a whole, on
+        // reth-hybrid's own MDBX engine, which cannot share this process with reth's libmdbx.
         let cli = args
             .cli
             .clone()
             .unwrap_or_else(|| PathBuf::from("reth-hybrid"));
         let status = std::process::Command::new(&cli)
-            .args(["migrate", "--datadir"])
+            .args(["verify", "--datadir"])
             .arg(datadir)
             .status()
             .wrap_err_with(|| {
                 format!(
-                    "starting {} (the datadir is a stock v1 datadir now: finish with \
-                     `reth-hybrid migrate --datadir {}`)",
+                    "starting {} verify (the datadir is adopted; check it with `reth-hybrid \
+                     verify --datadir {}`)",
                     cli.display(),
                     datadir.display()
                 )
             })?;
-        eyre::ensure!(
-            status.success(),
-            "`reth-hybrid migrate` failed ({status}); the datadir is a stock v1 datadir: rerun \
-             `reth-hybrid migrate --datadir {}` to finish",
-            datadir.display()
-        );
-        // The migration verified its own copy; `verify` checks the datadir as a whole.
-        let status = std::process::Command::new(&cli)
-            .args(["verify", "--datadir"])
-            .arg(datadir)
-            .status()
-            .wrap_err_with(|| format!("starting {} verify", cli.display()))?;
         eyre::ensure!(
             status.success(),
             "`reth-hybrid verify` found a problem in the adopted datadir ({status}; its report is \

@@ -1,0 +1,141 @@
+//! reth's RocksDB tables (`AccountsHistory`, `StoragesHistory`, `TransactionHashNumbers` of a v2
+//! datadir) straight into reth-hybrid's RocksDB, for an adoption whose target is the hybrid
+//! layout: the bytes are the same in both, so rows go into SST files in the order they come and
+//! each file is ingested whole (no MDBX B-tree in between, and no `migrate` after). A run
+//! resumes after the last row the table holds; an ingested file is all there or not at all.
+//! The copy is then checked: rows and an order-independent checksum on both sides.
+
+use crate::{
+    error::{AdoptError, io},
+    upstream_copy::HeadLimits,
+};
+use reth_hybrid_api::{DatabaseError, Tables};
+use reth_hybrid_hybrid::{digest::TableDigest, durable::remove_durably};
+use reth_hybrid_rocksdb::{RocksEngine, UpstreamRocksDb};
+use std::path::Path;
+
+/// Rows per SST file: one ingestion each, and what a resumed run may copy again at most.
+const ROWS_PER_FILE: u64 = 4_000_000;
+
+/// Copies `table` from reth's RocksDB into `rocks` through SST files written in `staging` (a
+/// folder of the caller's, created if missing), resuming after the table's last row, then
+/// checks both sides hold the same rows. Returns the table's rows. A row past the head
+/// ([`HeadLimits`]) stops the copy before the file that holds it is ingested.
+pub fn ingest_upstream_table(
+    upstream: &UpstreamRocksDb,
+    rocks: &RocksEngine,
+    staging: &Path,
+    table: Tables,
+    limits: HeadLimits,
+    progress: &dyn crate::Progress,
+) -> Result<u64, AdoptError> {
+    progress.begin(
+        &format!("{table} from reth's RocksDB into hybrid-rocksdb"),
+        upstream.estimated_rows(table),
+    );
+    std::fs::create_dir_all(staging).map_err(io(staging))?;
+    let mut after = rocks.last_stored_key(table)?;
+    // Rows copied by this run, hashed as they are written: when it started from an empty table
+    // they are the whole source, and the check then reads only the copy.
+    let mut source = after.is_none().then(TableDigest::default);
+    if after.is_some() {
+        progress.advance(rocks.table_size(table).estimated_rows);
+    }
+    for file_number in 0u64.. {
+        let path = staging.join(format!("{}-{file_number:06}.sst", table.name()));
+        let mut last = None;
+        let mut past_head = None;
+        let written = rocks.write_sst_file(table, &path, |sink| {
+            upstream.for_each_row::<DatabaseError>(table, after.as_deref(), |key, value| {
+                match limits.past(table, key, value) {
+                    Ok(None) => {}
+                    found => {
+                        past_head = found.transpose();
+                        return Ok(false);
+                    }
+                }
+                sink.put(key, value)?;
+                if let Some(d) = source.as_mut() {
+                    d.add(key, value);
+                }
+                if sink.rows() == ROWS_PER_FILE {
+                    last = Some(key.to_vec());
+                    return Ok(false);
+                }
+                Ok(true)
+            })
+        })?;
+        if let Some(example) = past_head {
+            let _ = remove_durably(&path);
+            return Err(match example {
+                Ok(example) => AdoptError::RowsPastHead {
+                    table,
+                    head: limits.head,
+                    example,
+                },
+                Err(e) => e,
+            });
+        }
+        let Some(file) = written else {
+            break;
+        };
+        rocks.ingest_sst_files(table, std::slice::from_ref(&path))?;
+        // Ingestion moved the file in; a link left by a crash before it is rewritten next run.
+        let _ = remove_durably(&path);
+        progress.advance(file.rows);
+        crate::crash::crash_point!("AdoptIngestAfterFile");
+        match last {
+            Some(key) => after = Some(key),
+            None => break,
+        }
+    }
+    progress.end();
+    check_copy(upstream, rocks, table, source, progress)
+}
+
+/// Both sides' rows and checksums. The source is read again only when this run did not copy it
+/// all (a resumed run); then both sides are read at once, one thread each. A mismatch removes
+/// the copy (a rerun copies the table anew) and fails before the switch.
+fn check_copy(
+    upstream: &UpstreamRocksDb,
+    rocks: &RocksEngine,
+    table: Tables,
+    source: Option<TableDigest>,
+    progress: &dyn crate::Progress,
+) -> Result<u64, AdoptError> {
+    progress.begin(
+        &format!("{table} in hybrid-rocksdb checked against reth's RocksDB"),
+        None,
+    );
+    let copy_digest = || -> Result<TableDigest, AdoptError> {
+        let mut digest = TableDigest::default();
+        rocks.scan_table(table, None, |k, v| {
+            digest.add(k, v);
+            Ok(true)
+        })?;
+        Ok(digest)
+    };
+    let (source, copy) = match source {
+        Some(source) => (source, copy_digest()?),
+        None => std::thread::scope(|scope| {
+            let copy = scope.spawn(copy_digest);
+            let mut source = TableDigest::default();
+            let read = upstream.for_each_row::<AdoptError>(table, None, |k, v| {
+                source.add(k, v);
+                Ok(true)
+            });
+            let copy = copy.join().expect("the checksum thread panicked");
+            read.map(|()| source).and_then(|s| Ok((s, copy?)))
+        })?,
+    };
+    progress.end();
+    if source != copy {
+        rocks.clear_table(table)?;
+        return Err(AdoptError::IngestMismatch {
+            table,
+            source_rows: source.rows,
+            target_rows: copy.rows,
+        });
+    }
+    Ok(source.rows)
+}
