@@ -9,8 +9,12 @@ use crate::{
     error::{AdoptError, io},
     upstream_copy::HeadLimits,
 };
-use reth_hybrid_api::{DatabaseError, Tables};
-use reth_hybrid_hybrid::{digest::TableDigest, durable::remove_durably};
+use reth_hybrid_api::Tables;
+use reth_hybrid_hybrid::{
+    digest::TableDigest,
+    durable::remove_durably,
+    row_feed::{self, RowSink},
+};
 use reth_hybrid_rocksdb::{RocksEngine, UpstreamRocksDb};
 use std::path::Path;
 
@@ -34,61 +38,67 @@ pub fn ingest_upstream_table(
         upstream.estimated_rows(table),
     );
     std::fs::create_dir_all(staging).map_err(io(staging))?;
-    let mut after = rocks.last_stored_key(table)?;
-    // Rows copied by this run, hashed as they are written: when it started from an empty table
+    let after = rocks.last_stored_key(table)?;
+    // Rows copied by this run, hashed as they are read: when it started from an empty table
     // they are the whole source, and the check then reads only the copy.
     let mut source = after.is_none().then(TableDigest::default);
     if after.is_some() {
         progress.advance(rocks.table_size(table).estimated_rows);
     }
-    for file_number in 0u64.. {
-        let path = staging.join(format!("{}-{file_number:06}.sst", table.name()));
-        let mut last = None;
-        let mut past_head = None;
-        let written = rocks.write_sst_file(table, &path, |sink| {
-            upstream.for_each_row::<DatabaseError>(table, after.as_deref(), |key, value| {
-                match limits.past(table, key, value) {
-                    Ok(None) => {}
-                    found => {
-                        past_head = found.transpose();
-                        return Ok(false);
-                    }
+    std::thread::scope(|scope| -> Result<(), AdoptError> {
+        // One thread reads reth's RocksDB (and checks the head) while this one writes SST files.
+        let mut feed = row_feed::spawn_reader(scope, |sink: &mut RowSink<AdoptError>| {
+            upstream.for_each_row::<AdoptError>(table, after.as_deref(), |key, value| {
+                if let Some(example) = limits.past(table, key, value)? {
+                    return Err(AdoptError::RowsPastHead {
+                        table,
+                        head: limits.head,
+                        example,
+                    });
                 }
-                sink.put(key, value)?;
-                if let Some(d) = source.as_mut() {
-                    d.add(key, value);
-                }
-                if sink.rows() == ROWS_PER_FILE {
-                    last = Some(key.to_vec());
-                    return Ok(false);
-                }
-                Ok(true)
+                Ok(sink.push(key, value))
             })
-        })?;
-        if let Some(example) = past_head {
+        });
+        for file_number in 0u64.. {
+            let path = staging.join(format!("{}-{file_number:06}.sst", table.name()));
+            let mut failed = None;
+            let written = rocks.write_sst_file(table, &path, |sink| {
+                while sink.rows() < ROWS_PER_FILE {
+                    let row = match feed.current() {
+                        Ok(Some(row)) => row,
+                        Ok(None) => break,
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    };
+                    sink.put(row.key, row.value)?;
+                    if let Some(d) = source.as_mut() {
+                        d.add_hash(row.hash);
+                    }
+                    feed.advance();
+                }
+                Ok(())
+            })?;
+            if let Some(e) = failed {
+                // Rows past the head (or a read error): the file holding them is not ingested.
+                let _ = remove_durably(&path);
+                return Err(e);
+            }
+            let Some(file) = written else {
+                break;
+            };
+            rocks.ingest_sst_files(table, std::slice::from_ref(&path))?;
+            // Ingestion moved the file in; a link left by a crash before it is rewritten next run.
             let _ = remove_durably(&path);
-            return Err(match example {
-                Ok(example) => AdoptError::RowsPastHead {
-                    table,
-                    head: limits.head,
-                    example,
-                },
-                Err(e) => e,
-            });
+            progress.advance(file.rows);
+            crate::crash::crash_point!("AdoptIngestAfterFile");
+            if file.rows < ROWS_PER_FILE {
+                break;
+            }
         }
-        let Some(file) = written else {
-            break;
-        };
-        rocks.ingest_sst_files(table, std::slice::from_ref(&path))?;
-        // Ingestion moved the file in; a link left by a crash before it is rewritten next run.
-        let _ = remove_durably(&path);
-        progress.advance(file.rows);
-        crate::crash::crash_point!("AdoptIngestAfterFile");
-        match last {
-            Some(key) => after = Some(key),
-            None => break,
-        }
-    }
+        Ok(())
+    })?;
     progress.end();
     check_copy(upstream, rocks, table, source, progress)
 }

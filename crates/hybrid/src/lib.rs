@@ -19,6 +19,7 @@ pub mod preflight;
 pub mod progress;
 pub mod recovery;
 mod router;
+pub mod row_feed;
 #[cfg(feature = "test-suites")]
 pub mod suites;
 
