@@ -61,6 +61,10 @@ pub fn ingest_upstream_table(
         });
         for file_number in 0u64.. {
             let path = staging.join(format!("{}-{file_number:06}.sst", table.name()));
+            // A name left by a run killed inside an ingestion can still be a hard link to a
+            // live SST file of the table: writing through it (RocksDB opens with O_TRUNC) would
+            // destroy that file. Unlinking the name leaves the live file as it is.
+            remove_durably(&path).map_err(io(&path))?;
             let mut failed = None;
             let written = rocks.write_sst_file(table, &path, |sink| {
                 while sink.rows() < ROWS_PER_FILE {
@@ -89,8 +93,10 @@ pub fn ingest_upstream_table(
                 break;
             };
             rocks.ingest_sst_files(table, std::slice::from_ref(&path))?;
-            // Ingestion moved the file in; a link left by a crash before it is rewritten next run.
-            let _ = remove_durably(&path);
+            // Ingestion linked the file in and unlinked this name, without syncing the folder:
+            // made durable here (a name a crash leaves is unlinked before its next write).
+            remove_durably(&path).map_err(io(&path))?;
+            reth_hybrid_hybrid::durable::sync_parent(&path).map_err(io(&path))?;
             progress.advance(file.rows);
             crate::crash::crash_point!("AdoptIngestAfterFile");
             if file.rows < ROWS_PER_FILE {

@@ -1347,34 +1347,84 @@ fn killed_at_every_step(target: AdoptTarget) {
     }
 }
 
+/// A run killed inside an ingestion can leave the staged file's name beside its hard link in
+/// the table: the rerun must not write through that name (RocksDB truncates what it opens),
+/// which would empty a live SST file of the table.
+#[test]
+fn a_staged_name_left_linked_to_a_live_sst_file_does_not_damage_it() {
+    let (v1, expected, template, _) = v1_and_v2_twin(1, 16);
+    let head = 100;
+    let work = tempfile::tempdir().expect("tmp");
+    let dir = work.path().join("v2");
+    common::copy_tree(template.path(), &dir);
+    assert!(run_adoption_child_to(
+        AdoptTarget::Hybrid,
+        &dir,
+        v1.path(),
+        head,
+        Some("AdoptIngestAfterFile:1".into())
+    ));
+    // The largest live SST file is the tx-hash table's one ingested file.
+    let live = std::fs::read_dir(dir.join(reth_hybrid_rocksdb::HYBRID_ROCKSDB_DIR))
+        .expect("read_dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .max_by_key(|p| std::fs::metadata(p).expect("meta").len())
+        .expect("an ingested file");
+    let bytes = std::fs::read(&live).expect("read");
+    let staging = dir.join(ADOPT_STAGING_DIR);
+    std::fs::hard_link(&live, staging.join("TransactionHashNumbers-000000.sst")).expect("link");
+    assert!(
+        !run_adoption_child_to(AdoptTarget::Hybrid, &dir, v1.path(), head, None),
+        "the rerun finishes"
+    );
+    assert_eq!(
+        std::fs::read(&live).expect("read"),
+        bytes,
+        "the live file is intact"
+    );
+    assert_same_rows(&all_rows(&dir), &expected, "after the rerun");
+}
+
 /// A restage (a v2 node ran since staging began) killed right after its clear or right after
 /// its new state file: the rerun must not resume on the stale rows of the older head.
 #[test]
 fn a_restaged_adoption_killed_at_its_clear_or_state_file_restages_to_equal_tables() {
     let (v1, expected, template, _) = v1_and_v2_twin(2, 10);
     let head = 200;
-    for point in ["AdoptAfterRestageClear", "AdoptAfterStateWrite"] {
+    let cases = [AdoptTarget::V1, AdoptTarget::Hybrid]
+        .into_iter()
+        .flat_map(|target| {
+            ["AdoptAfterRestageClear", "AdoptAfterStateWrite"].map(|point| (target, point))
+        });
+    for (target, point) in cases {
+        let first_copy = match target {
+            AdoptTarget::V1 => "AdoptCopyAfterCommit:2",
+            AdoptTarget::Hybrid => "AdoptIngestAfterFile:2",
+        };
         let work = tempfile::tempdir().expect("tmp");
         let dir = work.path().join("v2");
         common::copy_tree(template.path(), &dir);
         // Staging began, then stopped part way.
-        assert!(run_adoption_child(
+        assert!(run_adoption_child_to(
+            target,
             &dir,
             v1.path(),
             head,
-            Some("AdoptCopyAfterCommit:2".into())
+            Some(first_copy.into())
         ));
         // A v2 node ran: a checkpoint moved, and a row the older head's staging would not have.
         a_v2_node_ran(&dir);
         // The restage, killed (the state file's pass is the restage's own: the first run's
         // was in another process).
         assert!(
-            run_adoption_child(&dir, v1.path(), head, Some(format!("{point}:1"))),
-            "{point} reached"
+            run_adoption_child_to(target, &dir, v1.path(), head, Some(format!("{point}:1"))),
+            "{target:?} {point} reached"
         );
         assert!(
-            !run_adoption_child(&dir, v1.path(), head, None),
-            "{point}: rerun finishes"
+            !run_adoption_child_to(target, &dir, v1.path(), head, None),
+            "{target:?} {point}: rerun finishes"
         );
         let mut adopted = all_rows(&dir);
         adopted
@@ -1384,7 +1434,12 @@ fn a_restaged_adoption_killed_at_its_clear_or_state_file_restages_to_equal_table
         assert_same_rows(
             &adopted,
             &expected,
-            &format!("killed at {point} in a restage"),
+            &format!("{target:?}: killed at {point} in a restage"),
+        );
+        assert_eq!(
+            common::counts(&dir, Tables::TransactionHashNumbers).1 > 0,
+            target == AdoptTarget::Hybrid,
+            "{target:?}: where the tx hashes are"
         );
     }
 }
