@@ -821,12 +821,7 @@ fn remove_dir_durably(dir: &Path) -> Result<(), AdoptError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(dir)(e)),
     }
-    if let Some(parent) = dir.parent() {
-        std::fs::File::open(parent)
-            .and_then(|f| f.sync_all())
-            .map_err(io(parent))?;
-    }
-    Ok(())
+    reth_hybrid_hybrid::durable::sync_parent(dir).map_err(io(dir))
 }
 
 /// The switch, in one MDBX write transaction: the tries under v1's keys, the storage settings
