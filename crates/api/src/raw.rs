@@ -54,6 +54,13 @@ pub trait RawEngine: Send + Sync + Debug + 'static {
         Vec::new()
     }
 
+    /// Engine running totals since it opened (cache hits and misses, files opened, bytes
+    /// compacted...), read on demand for metrics counters; a rate over them shows what a slow
+    /// stretch of reads paid for. Engines without such numbers return none.
+    fn counters(&self) -> Vec<EngineCounter> {
+        Vec::new()
+    }
+
     /// The id of the oldest transaction a live reader still sees (MDBX's reader table; with no
     /// reader, MDBX reports the last committed one), for reth's wait for readers older than an
     /// unwind's commit. `None`: the engine has no such number.
@@ -73,6 +80,13 @@ pub struct EngineGauge {
     pub name: &'static str,
     pub table: Option<Tables>,
     pub value: f64,
+}
+
+/// One engine-internal running total: it only grows while the engine is open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineCounter {
+    pub name: &'static str,
+    pub value: u64,
 }
 
 /// Reads. `get` on a dupsort table returns the first (smallest) duplicate.

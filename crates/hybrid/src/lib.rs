@@ -25,6 +25,7 @@ pub mod suites;
 
 pub use error::HybridError;
 pub use layout::{CONTROL_KEY_PREFIX, Layout};
+pub use metrics::StatsPublisher;
 pub use recovery::{Recovered, RecoveryAction};
 pub use router::{
     FOLLOWER_SYNC_ENV, FollowerSync, HybridDb, HybridOptions, HybridTx, HybridTxMut,

@@ -3,7 +3,10 @@
 //! Without an installed recorder every call is a no-op. Cursor steps (`next`, `prev`, dup moves)
 //! are counted but not timed, to keep iteration cost close to the engine's own.
 
-use reth_hybrid_api::{EngineKind, Tables};
+use reth_hybrid_api::{
+    EngineKind, Tables,
+    raw::{EngineCounter, EngineGauge},
+};
 use std::{
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
@@ -136,11 +139,80 @@ pub(crate) fn commit(follower_touched: bool) {
     metrics::counter!(named(COMMITS_TOTAL), "rocksdb" => if follower_touched { "written" } else { "untouched" }).increment(1);
 }
 
-pub(crate) fn gauge(name: &'static str, engine: EngineKind, table: Option<Tables>, value: f64) {
-    match table {
-        Some(t) => {
-            metrics::gauge!(name, "engine" => engine.as_str(), "table" => t.name()).set(value)
+/// A stat's name as recorded: `reth_hybrid_<name><suffix>` (see `UNDER_RETH`).
+fn stat_name(name: &str, suffix: &str) -> String {
+    format!("{}{name}{suffix}", named("reth_hybrid_"))
+}
+
+/// Publishes one engine's internals: its gauges as `reth_hybrid_<name>` (labels: engine, and
+/// table where per table), its running totals as counters `reth_hybrid_<name>_total`.
+pub(crate) fn engine_stats(
+    engine: EngineKind,
+    gauges: Vec<EngineGauge>,
+    counters: Vec<EngineCounter>,
+) {
+    for g in gauges {
+        let name = stat_name(g.name, "");
+        match g.table {
+            Some(t) => {
+                metrics::gauge!(name, "engine" => engine.as_str(), "table" => t.name()).set(g.value)
+            }
+            None => metrics::gauge!(name, "engine" => engine.as_str()).set(g.value),
         }
-        None => metrics::gauge!(name, "engine" => engine.as_str()).set(value),
+    }
+    for c in counters {
+        metrics::counter!(stat_name(c.name, "_total"), "engine" => engine.as_str())
+            .absolute(c.value);
+    }
+}
+
+/// A thread that publishes engine stats every interval, so a metrics scrape sees them as they
+/// change (reth's node reports database gauges only every few minutes); stops when dropped or
+/// when its report says the database is gone.
+#[derive(Debug)]
+pub struct StatsPublisher {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StatsPublisher {
+    /// Runs `report` now and then every `every` until it returns false or the handle drops.
+    pub(crate) fn start(
+        every: Duration,
+        mut report: impl FnMut() -> bool + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("reth-hybrid-stats".into())
+            .spawn(move || {
+                while report() {
+                    if !matches!(
+                        stopped.recv_timeout(every),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                    ) {
+                        return;
+                    }
+                }
+            })?;
+        Ok(Self {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Whether the thread still runs (it ends once the database it reports on is closed).
+    pub fn is_running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+}
+
+impl Drop for StatsPublisher {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
     }
 }

@@ -7,7 +7,7 @@ use crate::{
     error::HybridError,
     intent_log::IntentLog,
     layout::{LAYOUT_KEY, Layout},
-    metrics::{self, Op},
+    metrics::{self, Op, StatsPublisher},
     preflight,
     recovery::{Recovered, recover},
 };
@@ -25,6 +25,7 @@ use std::{
         Arc,
         atomic::{AtomicU64, Ordering},
     },
+    time::Duration,
 };
 
 /// File name of the intent log inside the datadir.
@@ -447,14 +448,23 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
         &self.inner.follower
     }
 
-    /// Publishes both engines' internals as gauges (labels: engine, table).
-    pub fn report_gauges(&self) {
-        for g in self.inner.primary.gauges() {
-            metrics::gauge(g.name, EngineKind::Mdbx, g.table, g.value);
-        }
-        for g in self.inner.follower.gauges() {
-            metrics::gauge(g.name, EngineKind::RocksDb, g.table, g.value);
-        }
+    /// Publishes both engines' internals once: gauges `reth_hybrid_<name>` (labels: engine,
+    /// table) and running totals as counters `reth_hybrid_<name>_total` ([`crate::metrics`]).
+    pub fn report_engine_stats(&self) {
+        report_engine_stats(&self.inner);
+    }
+
+    /// Publishes both engines' internals every `every` on a thread of its own until the handle
+    /// drops or this database closes (the thread holds no reference to it between reports).
+    pub fn spawn_stats_publisher(&self, every: Duration) -> std::io::Result<StatsPublisher> {
+        let weak = Arc::downgrade(&self.inner);
+        StatsPublisher::start(every, move || match weak.upgrade() {
+            Some(inner) => {
+                report_engine_stats(&inner);
+                true
+            }
+            None => false,
+        })
     }
 
     fn check_poisoned(&self) -> RawResult<()> {
@@ -463,6 +473,20 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
             seq => Err(HybridError::Poisoned { seq }.into_database_error(DatabaseError::InitTx)),
         }
     }
+}
+
+/// Publishes both engines' internals (see [`HybridDb::report_engine_stats`]).
+fn report_engine_stats<P: RawEngine, F: RawReplay>(inner: &HybridInner<P, F>) {
+    metrics::engine_stats(
+        EngineKind::Mdbx,
+        inner.primary.gauges(),
+        inner.primary.counters(),
+    );
+    metrics::engine_stats(
+        EngineKind::RocksDb,
+        inner.follower.gauges(),
+        inner.follower.counters(),
+    );
 }
 
 /// Reads the stored layout, compares it with the requested one, validates it against the rows,
@@ -951,6 +975,13 @@ impl<P: RawEngine, F: RawReplay> RawEngine for HybridDb<P, F> {
     fn gauges(&self) -> Vec<reth_hybrid_api::raw::EngineGauge> {
         let mut out = self.inner.primary.gauges();
         out.extend(self.inner.follower.gauges());
+        out
+    }
+
+    /// Both engines' running totals (the follower's are named `rocksdb_*`).
+    fn counters(&self) -> Vec<reth_hybrid_api::raw::EngineCounter> {
+        let mut out = self.inner.primary.counters();
+        out.extend(self.inner.follower.counters());
         out
     }
 

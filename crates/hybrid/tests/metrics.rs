@@ -4,13 +4,16 @@
 mod common;
 
 use common::{open, write_commit};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use reth_hybrid_api::{
     Tables,
     raw::{RawCursor, RawEngine, RawTx},
 };
 use reth_hybrid_hybrid::metrics::{COMMIT_PHASE_SECONDS, COMMITS_TOTAL, OPERATIONS_TOTAL};
-use std::collections::HashMap;
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
 
 #[test]
 fn operations_commit_phases_and_engine_gauges_are_recorded() {
@@ -33,7 +36,7 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
     c.seek(&1u64.to_be_bytes()).expect("seek");
     c.next().expect("next");
     drop((c, tx));
-    db.report_gauges();
+    db.report_engine_stats();
 
     let mut counters: HashMap<String, u64> = HashMap::new();
     let mut histograms = Vec::new();
@@ -87,17 +90,87 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
         );
     }
     for name in [
-        "rocksdb_sst_bytes",
-        "rocksdb_memtable_bytes",
-        "rocksdb_pending_compaction_bytes",
-        "rocksdb_write_stall_seconds",
-        "rocksdb_wal_bytes",
+        "reth_hybrid_rocksdb_sst_bytes",
+        "reth_hybrid_rocksdb_memtable_bytes",
+        "reth_hybrid_rocksdb_pending_compaction_bytes",
+        "reth_hybrid_rocksdb_level0_files",
+        "reth_hybrid_rocksdb_write_stall_seconds",
+        "reth_hybrid_rocksdb_wal_bytes",
+        "reth_hybrid_rocksdb_running_compactions",
+        "reth_hybrid_rocksdb_block_cache_usage_bytes",
     ] {
         assert!(
             gauges
                 .iter()
-                .any(|g| g.starts_with(name) && g.contains("engine=rocksdb")),
+                .any(|g| g.starts_with(&format!("{name}{{")) && g.contains("engine=rocksdb")),
             "gauge {name}: {gauges:?}"
         );
     }
+    // The get above went to RocksDB: its tickers count it, published as running totals.
+    let memtable = counters
+        .iter()
+        .filter(|(id, _)| {
+            id.starts_with("reth_hybrid_rocksdb_memtable_hit_total{")
+                || id.starts_with("reth_hybrid_rocksdb_memtable_miss_total{")
+        })
+        .map(|(_, n)| *n)
+        .sum::<u64>();
+    assert!(memtable >= 1, "RocksDB's memtable tickers: {counters:#?}");
+
+    // The publisher thread reports on its own, and ends once the database closes.
+    let seeks_now = || {
+        counter_value(
+            &snapshotter,
+            "reth_hybrid_rocksdb_iterator_seeks_total{engine=rocksdb}",
+        )
+    };
+    let before = seeks_now();
+    let publisher = db
+        .spawn_stats_publisher(Duration::from_millis(10))
+        .expect("publisher");
+    let tx = db.begin_ro().expect("ro");
+    let mut c = tx.cursor(Tables::AccountsHistory).expect("cursor");
+    c.seek(&[0u8; 28]).expect("seek");
+    drop((c, tx));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seeks_now() <= before {
+        assert!(
+            Instant::now() < deadline,
+            "the publisher reports RocksDB's new iterator seek within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(publisher.is_running());
+    drop(db);
+    while publisher.is_running() {
+        assert!(
+            Instant::now() < deadline,
+            "the publisher stops once its database has closed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // It held no reference: the datadir opens again in this process.
+    drop(open(dir.path(), None).expect("reopen after close"));
+}
+
+/// A counter's value in the recorder (0 when not recorded yet), by `name{label=value,...}`.
+fn counter_value(snapshotter: &Snapshotter, id: &str) -> u64 {
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .find_map(|(key, _, _, value)| {
+            let k = key.key();
+            let labels: Vec<String> = k
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            match value {
+                DebugValue::Counter(n) if format!("{}{{{}}}", k.name(), labels.join(",")) == id => {
+                    Some(n)
+                }
+                _ => None,
+            }
+        })
+        .unwrap_or(0)
 }

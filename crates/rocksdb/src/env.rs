@@ -8,7 +8,7 @@ use crate::{
 use parking_lot::Mutex;
 use reth_hybrid_api::{
     Tables,
-    raw::{EngineGauge, RawEngine, RawReplay, RawResult},
+    raw::{EngineCounter, EngineGauge, RawEngine, RawReplay, RawResult},
 };
 use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, DB, statistics::Ticker};
 use std::{
@@ -336,14 +336,7 @@ impl RawEngine for RocksEngine {
         let mut out = Vec::new();
         for table in Tables::ALL {
             let cf = self.inner.cf(table);
-            for (name, property) in [
-                (
-                    "rocksdb_pending_compaction_bytes",
-                    "rocksdb.estimate-pending-compaction-bytes",
-                ),
-                ("rocksdb_memtable_bytes", "rocksdb.cur-size-all-mem-tables"),
-                ("rocksdb_sst_bytes", "rocksdb.total-sst-files-size"),
-            ] {
+            for (name, property) in TABLE_GAUGES {
                 if let Ok(Some(v)) = db.property_int_value_cf(cf, property) {
                     out.push(EngineGauge {
                         name,
@@ -352,6 +345,27 @@ impl RawEngine for RocksEngine {
                     });
                 }
             }
+        }
+        for (name, property) in DB_GAUGES {
+            if let Ok(Some(v)) = db.property_int_value(property) {
+                out.push(EngineGauge {
+                    name,
+                    table: None,
+                    value: v as f64,
+                });
+            }
+        }
+        out.push(EngineGauge {
+            name: "rocksdb_block_cache_usage_bytes",
+            table: None,
+            value: self.inner.cache.get_usage() as f64,
+        });
+        if let Some(row_cache) = &self.inner.row_cache {
+            out.push(EngineGauge {
+                name: "rocksdb_row_cache_usage_bytes",
+                table: None,
+                value: row_cache.get_usage() as f64,
+            });
         }
         let opts = &self.inner.db_options;
         for (name, hit, miss) in [
@@ -387,7 +401,88 @@ impl RawEngine for RocksEngine {
         });
         out
     }
+
+    fn counters(&self) -> Vec<EngineCounter> {
+        let opts = &self.inner.db_options;
+        TICKER_COUNTERS
+            .iter()
+            .map(|&(name, ticker)| EngineCounter {
+                name,
+                value: opts.get_ticker_count(ticker),
+            })
+            .collect()
+    }
 }
+
+/// Per-table gauges from RocksDB's column family properties.
+const TABLE_GAUGES: [(&str, &str); 5] = [
+    (
+        "rocksdb_pending_compaction_bytes",
+        "rocksdb.estimate-pending-compaction-bytes",
+    ),
+    ("rocksdb_memtable_bytes", "rocksdb.cur-size-all-mem-tables"),
+    ("rocksdb_sst_bytes", "rocksdb.total-sst-files-size"),
+    // Every L0 file is one more place a read looks: a read's cost grows with it.
+    ("rocksdb_level0_files", "rocksdb.num-files-at-level0"),
+    // Index and filter blocks held outside the block cache by open table readers.
+    (
+        "rocksdb_table_readers_bytes",
+        "rocksdb.estimate-table-readers-mem",
+    ),
+];
+
+/// Database-wide gauges: background work in flight, sampled to line up with slow reads.
+const DB_GAUGES: [(&str, &str); 2] = [
+    (
+        "rocksdb_running_compactions",
+        "rocksdb.num-running-compactions",
+    ),
+    ("rocksdb_running_flushes", "rocksdb.num-running-flushes"),
+];
+
+/// RocksDB's statistics tickers worth a rate: where reads were answered (row cache, memtable,
+/// which level), what they paid on the way (block cache misses by block kind, filter checks,
+/// table files opened, iterator seeks) and the background work beside them.
+const TICKER_COUNTERS: [(&str, Ticker); 22] = [
+    ("rocksdb_row_cache_hit", Ticker::RowCacheHit),
+    ("rocksdb_row_cache_miss", Ticker::RowCacheMiss),
+    ("rocksdb_block_cache_index_hit", Ticker::BlockCacheIndexHit),
+    (
+        "rocksdb_block_cache_index_miss",
+        Ticker::BlockCacheIndexMiss,
+    ),
+    (
+        "rocksdb_block_cache_filter_hit",
+        Ticker::BlockCacheFilterHit,
+    ),
+    (
+        "rocksdb_block_cache_filter_miss",
+        Ticker::BlockCacheFilterMiss,
+    ),
+    ("rocksdb_block_cache_data_hit", Ticker::BlockCacheDataHit),
+    ("rocksdb_block_cache_data_miss", Ticker::BlockCacheDataMiss),
+    // A filter that ruled a file out, and one that let a read into a file.
+    ("rocksdb_bloom_filter_useful", Ticker::BloomFilterUseful),
+    (
+        "rocksdb_bloom_filter_full_positive",
+        Ticker::BloomFilterFullPositive,
+    ),
+    (
+        "rocksdb_bloom_filter_full_true_positive",
+        Ticker::BloomFilterFullTruePositive,
+    ),
+    ("rocksdb_memtable_hit", Ticker::MemtableHit),
+    ("rocksdb_memtable_miss", Ticker::MemtableMiss),
+    ("rocksdb_get_hit_l0", Ticker::GetHitL0),
+    ("rocksdb_get_hit_l1", Ticker::GetHitL1),
+    ("rocksdb_get_hit_l2_and_up", Ticker::GetHitL2AndUp),
+    ("rocksdb_table_file_opens", Ticker::NoFileOpens),
+    ("rocksdb_iterator_seeks", Ticker::NumberDbSeek),
+    ("rocksdb_stall_micros", Ticker::StallMicros),
+    ("rocksdb_compaction_read_bytes", Ticker::CompactReadBytes),
+    ("rocksdb_compaction_write_bytes", Ticker::CompactWriteBytes),
+    ("rocksdb_flush_write_bytes", Ticker::FlushWriteBytes),
+];
 
 #[cfg(test)]
 mod tests {

@@ -115,6 +115,24 @@ fn main() {
                 // As stock reth's `init_db(..).with_metrics_if(..)`.
                 db = db.with_reth_database_metrics();
             }
+            // reth reports database gauges every few minutes; ours go out every second, so a
+            // slow stretch of reads lines up with what RocksDB was doing (compactions, L0 files,
+            // cache misses). Kept until the node exits.
+            let _engine_stats = if config.metrics.prometheus.is_some() {
+                db.engine()
+                    .spawn_stats_publisher(std::time::Duration::from_secs(1))
+                    .inspect_err(|e| {
+                        tracing::warn!(
+                            target: "reth_hybrid",
+                            error = %e,
+                            "could not start the engine stats thread; reth_hybrid_rocksdb_* \
+                             metrics are not published"
+                        )
+                    })
+                    .ok()
+            } else {
+                None
+            };
             let handle = reth_node_builder::NodeBuilder::new(config)
                 .with_database(db)
                 .with_launch_context(executor)
