@@ -2,6 +2,7 @@
 
 use eyre::{WrapErr, bail};
 use reth_hybrid_bench::reth_bench::{
+    attribution::{attribution_markdown, read_attribution},
     charts::{write_charts, write_rpc_charts},
     files::{COMBINED_LATENCY_CSV, RunData, TXGEN_REPORT, is_run, read_run},
     orchestrate::{Range, Reset, RunPlan, Setup, run},
@@ -46,6 +47,10 @@ pub struct RpcReportArgs {
     /// Write rpc.md, rpc.json and the charts (rpc_latency_warm|cold, SVG and PNG) here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// A `reth-hybrid-e2e rpc-attribution` run (where the hybrid's time went, per call kind):
+    /// printed after the latency tables, and written as rpc-attribution.md with --out.
+    #[arg(long)]
+    pub attribution: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -277,10 +282,22 @@ pub fn run_command(cmd: &BenchCommand, out: &mut impl Write) -> eyre::Result<()>
         BenchCommand::RpcReport(args) => {
             let report = RpcReport::new(read_runs(&args.runs)?, &args.reference)?;
             write!(out, "{}", report.markdown())?;
+            let attribution = match &args.attribution {
+                Some(path) => Some(attribution_markdown(&read_attribution(path)?)),
+                None => None,
+            };
+            if let Some(md) = &attribution {
+                write!(out, "{md}")?;
+            }
             if let Some(dir) = &args.out {
                 std::fs::create_dir_all(dir)
                     .wrap_err_with(|| format!("creating {}", dir.display()))?;
                 let files = write_report(&report, dir)?;
+                if let Some(md) = &attribution {
+                    let path = dir.join("rpc-attribution.md");
+                    std::fs::write(&path, md)
+                        .wrap_err_with(|| format!("writing {}", path.display()))?;
+                }
                 let mut log = std::io::stderr();
                 match write_rpc_charts(&report.variants, dir) {
                     Ok(charts) => writeln!(

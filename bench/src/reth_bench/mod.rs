@@ -2,6 +2,7 @@
 //! the 1.x and 2.x formats), check that a pair of datadirs makes a valid comparison, and run
 //! interleaved baseline/candidate pairs.
 
+pub mod attribution;
 pub mod charts;
 pub mod files;
 pub mod guard;

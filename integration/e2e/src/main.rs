@@ -25,6 +25,7 @@ mod export;
 mod load;
 mod node;
 mod rpc;
+mod rpc_attribution;
 mod rpc_bench;
 mod state_dump;
 
@@ -49,6 +50,9 @@ enum Command {
     RpcSamples(rpc_bench::SamplesArgs),
     /// Time those reads against a node under test, checking every answer.
     RpcLatency(rpc_bench::LatencyArgs),
+    /// Where a hybrid node's time for those reads goes: its database time and RocksDB's work per
+    /// call, read from its `--metrics` endpoint kind by kind.
+    RpcAttribution(rpc_attribution::AttributionArgs),
     Scrape(node::ScrapeArgs),
     /// A state dump for reth's `init-state`, from `db list --json` of the plain state tables.
     StateDump(state_dump::Args),
@@ -68,6 +72,7 @@ async fn main() -> eyre::Result<()> {
         Command::Wait(args) => node::wait(args).await,
         Command::RpcSamples(args) => rpc_bench::samples(args).await,
         Command::RpcLatency(args) => rpc_bench::latency(args).await,
+        Command::RpcAttribution(args) => rpc_attribution::run(args).await,
         Command::Scrape(args) => node::scrape(args).await,
         Command::StateDump(args) => state_dump::run(args),
         Command::ClearMemory(args) => clear_memory::run(args),

@@ -22,7 +22,7 @@ use std::{collections::BTreeMap, path::PathBuf, time::Instant};
 
 /// The kinds of call, in report order: (kind, method). A kind names the tracer where the method
 /// alone does not say what runs.
-const KINDS: [(&str, &str); 7] = [
+pub(crate) const KINDS: [(&str, &str); 7] = [
     ("eth_getTransactionByHash", "eth_getTransactionByHash"),
     ("eth_getBalance", "eth_getBalance"),
     ("eth_getStorageAt", "eth_getStorageAt"),
@@ -42,12 +42,12 @@ const KINDS: [(&str, &str); 7] = [
 ];
 
 #[derive(Debug, Serialize, Deserialize)]
-struct Sample {
+pub(crate) struct Sample {
     /// One of [`KINDS`]; samples written before kinds existed name only their method.
     #[serde(default)]
     kind: String,
-    method: String,
-    params: Vec<Value>,
+    pub(crate) method: String,
+    pub(crate) params: Vec<Value>,
     /// The recorded answer, or `Null` where only its digest is kept.
     answer: Value,
     /// keccak256 of the answer's JSON (traces).
@@ -56,7 +56,7 @@ struct Sample {
 }
 
 impl Sample {
-    fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         if self.kind.is_empty() {
             &self.method
         } else {
@@ -65,7 +65,7 @@ impl Sample {
     }
 
     /// Whether `answer` is the recorded one; on a mismatch, what was recorded, for the error.
-    fn check(&self, answer: &Value) -> Result<(), String> {
+    pub(crate) fn check(&self, answer: &Value) -> Result<(), String> {
         match self.answer_keccak {
             Some(digest) if digest == answer_keccak(answer) => Ok(()),
             Some(digest) => Err(format!("an answer with keccak {digest}")),
