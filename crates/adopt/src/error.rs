@@ -20,6 +20,12 @@ pub enum AdoptError {
         why: String,
         fix: String,
     },
+    #[error("the adoption in {datadir} cannot be abandoned: {why}. Nothing was changed. {fix}")]
+    AbandonRefused {
+        datadir: PathBuf,
+        why: String,
+        fix: String,
+    },
     #[error(
         "not enough free disk space on {path}: adoption writes about {needed} bytes and \
          {available} are free. Free space (or move the datadir) and run again; nothing was changed"

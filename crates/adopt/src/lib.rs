@@ -595,6 +595,113 @@ pub fn adopt<O: MdbxOpener>(
     Ok(report)
 }
 
+/// What [`abandon`] undid.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AbandonReport {
+    /// Where the abandoned adoption was going.
+    pub target: AdoptTarget,
+    /// The staged MDBX tables that held rows, now empty again.
+    pub cleared: Vec<Tables>,
+    /// What was removed: reth-hybrid's staged RocksDB and SST files, then the state file.
+    pub removed: Vec<PathBuf>,
+}
+
+/// Undoes an adoption that has not switched yet, leaving the v2 datadir as reth left it: the
+/// staged MDBX tables cleared (v2 keeps them empty), a hybrid adoption's `hybrid-rocksdb/` and
+/// staged SST files removed, then the state file. Until that last step the state file stays, so
+/// a kill at any point leaves a datadir a rerun of either command finishes. Refused, changing
+/// nothing: no adoption started here, a datadir a process holds, one the adoption has switched
+/// (the target's now: `reth-hybrid migrate --to mdbx` gives stock v1, and reth has no way back to
+/// v2), and a `hybrid-rocksdb/` that a v1 adoption did not write.
+pub fn abandon<O: MdbxOpener>(datadir: &Path, mdbx: &O) -> Result<AbandonReport, AdoptError> {
+    let dd = Datadir {
+        root: datadir.to_path_buf(),
+    };
+    let refused = |why: String, fix: &str| AdoptError::AbandonRefused {
+        datadir: dd.root.clone(),
+        why,
+        fix: fix.to_string(),
+    };
+    let Some(state) = read_state(&dd)? else {
+        return Err(refused(
+            format!(
+                "no adoption was started here ({} is absent)",
+                dd.state_file().display()
+            ),
+            "There is nothing to abandon.",
+        ));
+    };
+    if dd.migration_in_progress() {
+        return Err(refused(
+            "a `reth-hybrid migrate` is in progress here".into(),
+            "Finish or abandon the migration first (docs/migration.md).",
+        ));
+    }
+    let hybrid_rocksdb = reth_hybrid_rocksdb::is_initialized(&dd.hybrid_rocksdb());
+    if hybrid_rocksdb && state.target != AdoptTarget::Hybrid {
+        return Err(refused(
+            format!(
+                "{} holds a RocksDB that this adoption to v1 did not write",
+                dd.hybrid_rocksdb().display()
+            ),
+            "Find out what wrote it before removing anything.",
+        ));
+    }
+    // A read-only open refuses a datadir a live process holds, and changes nothing.
+    let ro = mdbx.read_only(&dd.root).map_err(open_err(&dd))?;
+    let switched = !is_v2(&ro.begin_ro()?)?;
+    drop(ro);
+    if switched {
+        return Err(refused(
+            format!(
+                "the adoption has switched the datadir to {} already (only its clean-up is left)",
+                state.target.as_str()
+            ),
+            match state.target {
+                AdoptTarget::Hybrid => {
+                    "Rerun `db adopt-v2 --to hybrid` to finish it. To leave the hybrid layout, \
+                     `reth-hybrid migrate --datadir <datadir> --to mdbx` gives a stock v1 \
+                     datadir; reth offers no way back to storage v2."
+                }
+                AdoptTarget::V1 => {
+                    "Rerun `db adopt-v2 --to v1` to finish it; reth offers no way back to \
+                     storage v2."
+                }
+            },
+        ));
+    }
+    let engine = mdbx.read_write(&dd.root).map_err(open_err(&dd))?;
+    let mut report = AbandonReport {
+        target: state.target,
+        ..Default::default()
+    };
+    let rw = engine.begin_rw()?;
+    for table in STAGED_TABLES {
+        if rw.entries(table)? > 0 {
+            rw.clear(table)?;
+            report.cleared.push(table);
+        }
+    }
+    rw.commit()?;
+    drop(engine);
+    crash_point!("AbandonAfterClear");
+    // Only a hybrid adoption writes these (a v1 one with a `hybrid-rocksdb/` was refused).
+    let ours = match state.target {
+        AdoptTarget::Hybrid => vec![dd.hybrid_rocksdb(), dd.staging()],
+        AdoptTarget::V1 => vec![dd.staging()],
+    };
+    for dir in ours {
+        if dir.exists() {
+            remove_dir_durably(&dir)?;
+            report.removed.push(dir);
+        }
+    }
+    crash_point!("AbandonAfterRemove");
+    remove_durably(&dd.state_file()).map_err(io(&dd.state_file()))?;
+    report.removed.push(dd.state_file());
+    Ok(report)
+}
+
 fn no_upstream_rocksdb(dd: &Datadir) -> AdoptError {
     refused(
         dd,

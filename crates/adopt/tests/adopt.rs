@@ -1154,6 +1154,8 @@ const CHILD_V2: &str = "RETH_HYBRID_ADOPT_CHILD_V2";
 const CHILD_V1: &str = "RETH_HYBRID_ADOPT_CHILD_V1";
 const CHILD_HEAD: &str = "RETH_HYBRID_ADOPT_CHILD_HEAD";
 const CHILD_TARGET: &str = "RETH_HYBRID_ADOPT_CHILD_TARGET";
+/// Set: the child abandons the adoption instead of running it.
+const CHILD_ABANDON: &str = "RETH_HYBRID_ADOPT_CHILD_ABANDON";
 
 /// Where the kill test's children record the static files' removal.
 fn removed_marker(v2: &Path) -> std::path::PathBuf {
@@ -1173,6 +1175,10 @@ fn adoption_child() {
         Ok("hybrid") => AdoptTarget::Hybrid,
         _ => AdoptTarget::V1,
     };
+    if std::env::var_os(CHILD_ABANDON).is_some() {
+        reth_hybrid_adopt::abandon(&v2, &OurMdbx).expect("abandon finishes");
+        return;
+    }
     let mut files = static_files_of(&v1, head);
     files.removed_marker = Some(removed_marker(&v2));
     adopt(&v2, &files, target).expect("adoption finishes");
@@ -1203,8 +1209,29 @@ fn run_adoption_child_to(
     head: u64,
     crash_at: Option<String>,
 ) -> bool {
+    run_child(target, v2, v1, head, crash_at, false)
+}
+
+/// The child abandoning the adoption in `v2`; true when it was killed at `crash_at`.
+fn run_abandon_child(v2: &Path, v1: &Path, crash_at: String) -> bool {
+    run_child(AdoptTarget::V1, v2, v1, 0, Some(crash_at), true)
+}
+
+fn run_child(
+    target: AdoptTarget,
+    v2: &Path,
+    v1: &Path,
+    head: u64,
+    crash_at: Option<String>,
+    abandon: bool,
+) -> bool {
     use std::os::unix::process::ExitStatusExt;
     let mut cmd = std::process::Command::new(std::env::current_exe().expect("test binary"));
+    if abandon {
+        cmd.env(CHILD_ABANDON, "1");
+    } else {
+        cmd.env_remove(CHILD_ABANDON);
+    }
     cmd.args([
         "--ignored",
         "--exact",
@@ -1345,6 +1372,146 @@ fn killed_at_every_step(target: AdoptTarget) {
             finished(&dir, &format!("killed at {point}:{pass}"));
         }
     }
+}
+
+/// An adoption abandoned before its switch leaves the v2 datadir as reth left it. For both
+/// targets, an adoption killed at each of its points before the switch, then abandoned (the
+/// abandon itself killed at one of its own points and rerun, in turn): MDBX and reth-hybrid's
+/// RocksDB hold exactly the v2 datadir's rows, reth's RocksDB files are byte for byte what they
+/// were, and nothing of ours is left; a second abandon finds nothing to do, and an adoption
+/// started afresh on the abandoned datadir finishes.
+#[test]
+fn an_adoption_abandoned_before_its_switch_leaves_the_v2_datadir_as_it_was() {
+    let (v1, expected, template, _) = v1_and_v2_twin(2, 9);
+    let head = 200;
+    let v2_rows = all_rows(template.path());
+    let reths_files = common::files(&template.path().join("rocksdb"));
+    let work = tempfile::tempdir().expect("tmp");
+    let abandon_kills = [Some("AbandonAfterClear"), Some("AbandonAfterRemove"), None];
+    let mut runs = 0;
+    for target in [AdoptTarget::V1, AdoptTarget::Hybrid] {
+        let copy_point = match target {
+            AdoptTarget::V1 => "AdoptCopyAfterCommit",
+            AdoptTarget::Hybrid => "AdoptIngestAfterFile",
+        };
+        for point in [
+            "AdoptAfterStateWrite",
+            copy_point,
+            "AdoptStaticAfterCommit",
+            "AdoptPlainAfterCommit",
+        ] {
+            let what = format!("{} killed at {point}", target.as_str());
+            let dir = work.path().join(format!("{}-{point}", target.as_str()));
+            common::copy_tree(template.path(), &dir);
+            assert!(
+                run_adoption_child_to(target, &dir, v1.path(), head, Some(format!("{point}:1"))),
+                "{what}: reached"
+            );
+            if let Some(kill) = abandon_kills[runs % abandon_kills.len()] {
+                assert!(
+                    run_abandon_child(&dir, v1.path(), format!("{kill}:1")),
+                    "{what}: abandon killed at {kill}"
+                );
+            }
+            runs += 1;
+            let report = reth_hybrid_adopt::abandon(&dir, &OurMdbx).expect("abandon");
+            assert_eq!(report.target, target, "{what}");
+            assert!(
+                report.removed.contains(&dir.join(ADOPT_STATE_FILE)),
+                "{what}: {report:?}"
+            );
+            assert_same_rows(&all_rows(&dir), &v2_rows, &format!("{what}, abandoned"));
+            assert_eq!(
+                common::files(&dir.join("rocksdb")),
+                reths_files,
+                "{what}: reth's RocksDB untouched"
+            );
+            for ours in [
+                ADOPT_STATE_FILE,
+                ADOPT_STAGING_DIR,
+                reth_hybrid_rocksdb::HYBRID_ROCKSDB_DIR,
+            ] {
+                assert!(!dir.join(ours).exists(), "{what}: {ours} left");
+            }
+            let err = reth_hybrid_adopt::abandon(&dir, &OurMdbx).expect_err("nothing left");
+            assert!(
+                err.to_string().contains("no adoption was started here"),
+                "{what}: {err}"
+            );
+        }
+    }
+    let dir = work.path().join("hybrid-AdoptStaticAfterCommit");
+    assert!(!run_adoption_child_to(
+        AdoptTarget::Hybrid,
+        &dir,
+        v1.path(),
+        head,
+        None
+    ));
+    assert_same_rows(&all_rows(&dir), &expected, "adopted after an abandon");
+}
+
+/// Abandoning is refused, changing nothing, where there is nothing of an adoption's to undo
+/// before its switch: no adoption started, a datadir the adoption has switched, and a
+/// `hybrid-rocksdb/` beside an adoption to v1 (not its own).
+#[test]
+fn abandoning_is_refused_where_it_would_undo_more_than_an_unswitched_adoption() {
+    let (v1, _, template, _) = v1_and_v2_twin(1, 5);
+    let head = 100;
+    let work = tempfile::tempdir().expect("tmp");
+
+    let fresh = work.path().join("fresh");
+    common::copy_tree(template.path(), &fresh);
+    let before = common::files(&fresh);
+    let err = reth_hybrid_adopt::abandon(&fresh, &OurMdbx).expect_err("no adoption");
+    assert!(matches!(err, AdoptError::AbandonRefused { .. }), "{err}");
+    assert!(
+        err.to_string().contains("no adoption was started here"),
+        "{err}"
+    );
+    assert_eq!(common::files(&fresh), before);
+
+    for target in [AdoptTarget::V1, AdoptTarget::Hybrid] {
+        let switched = work.path().join(format!("switched-{}", target.as_str()));
+        common::copy_tree(template.path(), &switched);
+        assert!(run_adoption_child_to(
+            target,
+            &switched,
+            v1.path(),
+            head,
+            Some("AdoptAfterSwitch:1".into())
+        ));
+        let before = common::files(&switched);
+        let err = reth_hybrid_adopt::abandon(&switched, &OurMdbx).expect_err("switched");
+        assert!(
+            err.to_string().contains("has switched the datadir"),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("--to {}", target.as_str())),
+            "{err}"
+        );
+        assert_eq!(common::files(&switched), before, "{}", target.as_str());
+    }
+
+    let foreign = work.path().join("foreign");
+    common::copy_tree(template.path(), &foreign);
+    assert!(run_adoption_child_to(
+        AdoptTarget::V1,
+        &foreign,
+        v1.path(),
+        head,
+        Some("AdoptAfterStateWrite:1".into())
+    ));
+    drop(
+        reth_hybrid_rocksdb::RocksEngine::open_in_datadir_for_bulk(&foreign)
+            .expect("a RocksDB the adoption did not write"),
+    );
+    let before = common::files(&foreign);
+    let err = reth_hybrid_adopt::abandon(&foreign, &OurMdbx).expect_err("foreign rocksdb");
+    assert!(err.to_string().contains("did not write"), "{err}");
+    assert_eq!(common::files(&foreign), before);
 }
 
 /// A run killed inside an ingestion can leave the staged file's name beside its hard link in

@@ -4,7 +4,8 @@
 //! then `db adopt-v2`. The two hybrid datadirs must hold the same rows in every table (`db diff`,
 //! which reads each through the hybrid), and the adopted node must answer RPC calls (tx by hash,
 //! historical balances and storage, a token call, traces of old blocks and transactions)
-//! exactly as the v2 node did before adoption.
+//! exactly as the v2 node did before adoption. First, on the same v2 datadir, an adoption killed
+//! while it stages and then abandoned (`db adopt-v2 --abandon`) must leave it as it was.
 
 use crate::{
     clear_memory::copy_dir,
@@ -46,13 +47,20 @@ pub struct Args {
     samples: usize,
 }
 
-/// Runs `binary command --chain dev --datadir D args` to completion, its output in `log`.
 /// Every file of the datadir's stores (MDBX, reth's RocksDB, static files) and a hash of its
 /// bytes; lock files and RocksDB's info logs aside, which any open touches.
 fn stored_bytes(datadir: &Path) -> eyre::Result<std::collections::BTreeMap<PathBuf, u64>> {
+    stored_bytes_of(datadir, &["db", "rocksdb", "static_files"])
+}
+
+/// [`stored_bytes`] of some of the stores (`parts`: folders in the datadir).
+fn stored_bytes_of(
+    datadir: &Path,
+    parts: &[&str],
+) -> eyre::Result<std::collections::BTreeMap<PathBuf, u64>> {
     use std::hash::{Hash, Hasher};
     let mut out = std::collections::BTreeMap::new();
-    let mut stack: Vec<PathBuf> = ["db", "rocksdb", "static_files"]
+    let mut stack: Vec<PathBuf> = parts
         .iter()
         .map(|d| datadir.join(d))
         .filter(|d| d.exists())
@@ -78,6 +86,7 @@ fn stored_bytes(datadir: &Path) -> eyre::Result<std::collections::BTreeMap<PathB
     Ok(out)
 }
 
+/// Runs `binary command --chain dev --datadir D args` to completion, its output in `log`.
 fn run_to_end(
     binary: &Path,
     command: &str,
@@ -104,6 +113,180 @@ fn run_to_end(
         log.display()
     );
     Ok(())
+}
+
+/// An adoption abandoned before its switch, on reth's own stores: `db adopt-v2` killed
+/// (SIGKILL) as soon as its log says it rebuilds the plain state (the tx-hash index and history
+/// are ingested by then, the changesets and senders committed to MDBX), then `db adopt-v2
+/// --abandon`.
+/// None of reth-hybrid's files may be left, reth's RocksDB and static files must be byte for
+/// byte as before, and every MDBX table must hold the rows of a copy taken before
+/// (VersionHistory aside: every open records itself there). The real adoption then starts
+/// afresh on the abandoned datadir, and its equality with the v1 twin covers the rest.
+fn adopt_killed_then_abandoned(
+    args: &Args,
+    v2: &Path,
+    log: &dyn Fn(&str) -> PathBuf,
+) -> eyre::Result<String> {
+    let original = args.work.join("v2-unadopted");
+    copy_dir(v2, &original)?;
+    let reths = stored_bytes_of(v2, &["rocksdb", "static_files"])?;
+    let killed_log = log("adopt-killed");
+    let out = fs::File::create(&killed_log)?;
+    let mut child = Command::new(&args.hybrid_node)
+        .args(["db", "--chain", "dev", "--color", "never", "--datadir"])
+        .arg(v2)
+        .args(["adopt-v2", "--cli"])
+        .arg(&args.cli)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("starting {}", args.hybrid_node.display()))?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(600);
+    loop {
+        if fs::read_to_string(&killed_log)?.contains("plain accounts from the hashed state") {
+            child.kill()?;
+            child.wait()?;
+            break;
+        }
+        if let Some(status) = child.try_wait()? {
+            eyre::bail!(
+                "db adopt-v2 ended ({status}) before its log named the plain-state step; its log: {}",
+                killed_log.display()
+            );
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "db adopt-v2 did not reach the plain-state step in 10 minutes; its log: {}",
+            killed_log.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    ensure!(
+        !fs::read_to_string(&killed_log)?.contains("switch to"),
+        "db adopt-v2 reached its switch before the kill landed, so there is nothing to abandon; \
+         its log: {}",
+        killed_log.display()
+    );
+    ensure!(
+        v2.join("hybrid-adopt.json").exists(),
+        "the killed adoption left no state file in {}",
+        v2.display()
+    );
+    run_to_end(
+        &args.hybrid_node,
+        "db",
+        v2,
+        &["adopt-v2", "--abandon"],
+        &log("adopt-abandon"),
+    )?;
+    let said = fs::read_to_string(log("adopt-abandon"))?;
+    ensure!(
+        said.contains("abandoned the adoption to hybrid")
+            && said.contains("AccountChangeSets")
+            && said.contains("TransactionSenders"),
+        "db adopt-v2 --abandon did not say it cleared the staged changesets and senders; its \
+         log: {}",
+        log("adopt-abandon").display()
+    );
+    for ours in [
+        "hybrid-adopt.json",
+        "hybrid-rocksdb",
+        "hybrid-adopt-staging",
+    ] {
+        ensure!(
+            !v2.join(ours).exists(),
+            "db adopt-v2 --abandon left {}",
+            v2.join(ours).display()
+        );
+    }
+    ensure!(
+        stored_bytes_of(v2, &["rocksdb", "static_files"])? == reths,
+        "reth's RocksDB or static files in {} changed between the adoption's start and its abandon",
+        v2.display()
+    );
+    let differing = mdbx_tables_differing(v2, &original)?;
+    ensure!(
+        differing.is_empty(),
+        "after db adopt-v2 --abandon, MDBX differs from the datadir before the adoption: {}",
+        differing.join("; ")
+    );
+    fs::remove_dir_all(&original)?;
+    Ok(said
+        .lines()
+        .find(|l| l.starts_with("abandoned the adoption"))
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// Every MDBX table of two datadirs compared row by row, raw (reth's `db diff` decodes the tries
+/// under v1's keys and panics on a v2 datadir's packed ones); VersionHistory aside, as every
+/// open records itself there. One line per table that differs.
+fn mdbx_tables_differing(a: &Path, b: &Path) -> eyre::Result<Vec<String>> {
+    use reth_hybrid_api::{
+        Tables,
+        raw::{RawCursor, RawEngine, RawTx},
+    };
+    let open = |datadir: &Path| -> eyre::Result<reth_hybrid_adapter::RethMdbx> {
+        let env = reth_db::open_db_read_only(
+            datadir.join("db"),
+            reth_db::mdbx::DatabaseArguments::new(Default::default()),
+        )
+        .with_context(|| format!("opening {} read-only", datadir.display()))?;
+        Ok(reth_hybrid_adapter::RethMdbx::new(std::sync::Arc::new(
+            env,
+        ))?)
+    };
+    let (a_env, b_env) = (open(a)?, open(b)?);
+    let (a_tx, b_tx) = (a_env.begin_ro()?, b_env.begin_ro()?);
+    let rows = |env: &reth_hybrid_adapter::RethMdbx,
+                tx: &<reth_hybrid_adapter::RethMdbx as RawEngine>::Tx,
+                table: Tables|
+     -> eyre::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        if env.has_table(table) {
+            let mut cursor = tx.cursor(table)?;
+            let mut next = cursor.first()?;
+            while let Some(row) = next {
+                out.push(row);
+                next = cursor.next()?;
+            }
+        }
+        Ok(out)
+    };
+    let mut differing = Vec::new();
+    for table in Tables::ALL {
+        if table == Tables::VersionHistory {
+            continue;
+        }
+        let (left, right) = (rows(&a_env, &a_tx, table)?, rows(&b_env, &b_tx, table)?);
+        if left != right {
+            let first = left
+                .iter()
+                .zip(&right)
+                .position(|(l, r)| l != r)
+                .unwrap_or(left.len().min(right.len()));
+            differing.push(format!(
+                "{table}: {} rows against {}, first difference at row {first}",
+                left.len(),
+                right.len()
+            ));
+        }
+    }
+    Ok(differing)
+}
+
+/// The tables `db diff` wrote a report for, VersionHistory aside (it records each open).
+fn differing_tables(diff: &Path) -> Vec<String> {
+    match fs::read_dir(diff) {
+        Ok(entries) => entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "VersionHistory.txt")
+            .collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// A node serving RPC on a datadir, stopped (SIGTERM, then waited for) on drop.
@@ -244,6 +427,7 @@ pub async fn run(args: Args) -> eyre::Result<()> {
         "adopt-v2 --dry-run changed files in {}",
         v2.display()
     );
+    let abandoned = adopt_killed_then_abandoned(&args, &v2, &log)?;
     let started = Instant::now();
     run_to_end(
         &args.hybrid_node,
@@ -275,14 +459,7 @@ pub async fn run(args: Args) -> eyre::Result<()> {
         ],
         &log("diff"),
     )?;
-    let differing: Vec<String> = match fs::read_dir(&diff) {
-        Ok(entries) => entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name != "VersionHistory.txt")
-            .collect(),
-        Err(_) => Vec::new(),
-    };
+    let differing = differing_tables(&diff);
     ensure!(
         differing.is_empty(),
         "the adopted datadir differs from the migrated v1 twin in {differing:?} (reports in {})",
@@ -306,7 +483,8 @@ pub async fn run(args: Args) -> eyre::Result<()> {
          (db diff), and answers {} sampled RPC calls of each kind as the v2 node did; adopt-v2 \
          (checks, adoption straight to the hybrid, verify) {adopt_secs:.1}s; of the v1 twin: reth-hybrid \
          migrate {migrate_secs:.1}s, reth's own db migrate-v2 {reth_migrate_v2_secs:.1}s (senders \
-         and tries left to its pipeline)",
+         and tries left to its pipeline); before it, an adoption killed while it rebuilt the \
+         plain state and then abandoned left the v2 datadir as it was ({abandoned})",
         args.samples
     );
     fs::remove_dir_all(&args.work).with_context(|| format!("removing {}", args.work.display()))?;

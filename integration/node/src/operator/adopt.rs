@@ -57,6 +57,11 @@ pub struct AdoptArgs {
     /// the plan and the disk estimate, and change nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Undo an adoption that has not switched the datadir yet: the rows it staged in MDBX
+    /// cleared, reth-hybrid's staged RocksDB and files removed, the v2 datadir as reth left it.
+    /// Refused once the adoption has switched.
+    #[arg(long, conflicts_with = "dry_run")]
+    abandon: bool,
 }
 
 const SEGMENTS: [StaticFileSegment; 3] = [
@@ -258,6 +263,29 @@ fn humantime_secs(secs: f64) -> String {
 
 pub fn run(args: AdoptArgs, data_dir: &ChainPath<DataDirPath>) -> eyre::Result<()> {
     let datadir = data_dir.data_dir();
+    if args.abandon {
+        let undone = reth_hybrid_adopt::abandon(datadir, &RethOpener)?;
+        println!(
+            "abandoned the adoption to {} in {}: {} staged MDBX table(s) cleared ({}), removed {}; \
+             the datadir is the storage v2 datadir reth left",
+            undone.target.as_str(),
+            datadir.display(),
+            undone.cleared.len(),
+            undone
+                .cleared
+                .iter()
+                .map(|t| t.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            undone
+                .removed
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        return Ok(());
+    }
     let static_dir = data_dir.static_files();
     let provider = StaticFileProvider::<N>::read_only(&static_dir)
         .wrap_err_with(|| format!("opening the static files at {}", static_dir.display()))?;
