@@ -478,6 +478,7 @@ pub fn adopt<O: MdbxOpener>(
         root: datadir.to_path_buf(),
     };
     let (plan, identity) = checked(&dd, mdbx, source, target, progress)?;
+    remove_leftovers(&dd)?;
     let mut report = AdoptReport {
         head: plan.head,
         ..Default::default()
@@ -637,17 +638,8 @@ pub fn abandon<O: MdbxOpener>(datadir: &Path, mdbx: &O) -> Result<AbandonReport,
             "Finish or abandon the migration first (docs/migration.md).",
         ));
     }
-    let hybrid_rocksdb = reth_hybrid_rocksdb::is_initialized(&dd.hybrid_rocksdb());
-    if hybrid_rocksdb && state.target != AdoptTarget::Hybrid {
-        return Err(refused(
-            format!(
-                "{} holds a RocksDB that this adoption to v1 did not write",
-                dd.hybrid_rocksdb().display()
-            ),
-            "Find out what wrote it before removing anything.",
-        ));
-    }
-    // A read-only open refuses a datadir a live process holds, and changes nothing.
+    // A read-only open changes nothing (the read-write open below is what refuses a datadir a
+    // live process holds, before anything is written).
     let ro = mdbx.read_only(&dd.root).map_err(open_err(&dd))?;
     let switched = !is_v2(&ro.begin_ro()?)?;
     drop(ro);
@@ -670,6 +662,16 @@ pub fn abandon<O: MdbxOpener>(datadir: &Path, mdbx: &O) -> Result<AbandonReport,
             },
         ));
     }
+    let hybrid_rocksdb = reth_hybrid_rocksdb::is_initialized(&dd.hybrid_rocksdb());
+    if hybrid_rocksdb && state.target != AdoptTarget::Hybrid {
+        return Err(refused(
+            format!(
+                "{} holds a RocksDB that this adoption to v1 did not write",
+                dd.hybrid_rocksdb().display()
+            ),
+            "Find out what wrote it before removing anything.",
+        ));
+    }
     let engine = mdbx.read_write(&dd.root).map_err(open_err(&dd))?;
     let mut report = AbandonReport {
         target: state.target,
@@ -683,7 +685,6 @@ pub fn abandon<O: MdbxOpener>(datadir: &Path, mdbx: &O) -> Result<AbandonReport,
         }
     }
     rw.commit()?;
-    drop(engine);
     crash_point!("AbandonAfterClear");
     // Only a hybrid adoption writes these (a v1 one with a `hybrid-rocksdb/` was refused).
     let ours = match state.target {
@@ -696,9 +697,13 @@ pub fn abandon<O: MdbxOpener>(datadir: &Path, mdbx: &O) -> Result<AbandonReport,
             report.removed.push(dir);
         }
     }
+    remove_leftovers(&dd)?;
     crash_point!("AbandonAfterRemove");
     remove_durably(&dd.state_file()).map_err(io(&dd.state_file()))?;
     report.removed.push(dd.state_file());
+    // ORDER: reth's storage lock is held to here, so an adoption started meanwhile cannot
+    // resume on what this removes.
+    drop(engine);
     Ok(report)
 }
 
@@ -922,13 +927,43 @@ fn v1_stage_progress<T: RawTxMut>(tx: &T) -> Result<(), AdoptError> {
 }
 
 /// A folder and everything in it, gone for good (its parent synced); nothing when it is missing.
+/// It is first renamed aside (see [`removal_name`]), so a kill while its files go leaves no
+/// half-removed RocksDB under its own name for a resumed adoption to open: the name is free at
+/// once, and whichever command runs next removes what is left ([`remove_leftovers`]).
 fn remove_dir_durably(dir: &Path) -> Result<(), AdoptError> {
-    match std::fs::remove_dir_all(dir) {
+    let aside = removal_name(dir);
+    remove_aside(&aside)?;
+    match std::fs::rename(dir, &aside) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(dir)(e)),
     }
-    reth_hybrid_hybrid::durable::sync_parent(dir).map_err(io(dir))
+    reth_hybrid_hybrid::durable::sync_parent(dir).map_err(io(dir))?;
+    crash_point!("AdoptDirRenamedForRemoval");
+    remove_aside(&aside)
+}
+
+/// Where [`remove_dir_durably`] puts a folder while it removes it: `<name>.removing`.
+fn removal_name(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".removing");
+    dir.with_file_name(name)
+}
+
+fn remove_aside(aside: &Path) -> Result<(), AdoptError> {
+    match std::fs::remove_dir_all(aside) {
+        Ok(()) => reth_hybrid_hybrid::durable::sync_parent(aside).map_err(io(aside)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(aside)(e)),
+    }
+}
+
+/// What a removal killed midway left aside (adoption and abandon both finish it).
+fn remove_leftovers(dd: &Datadir) -> Result<(), AdoptError> {
+    for dir in [dd.hybrid_rocksdb(), dd.staging()] {
+        remove_aside(&removal_name(&dir))?;
+    }
+    Ok(())
 }
 
 /// The switch, in one MDBX write transaction: the tries under v1's keys, the storage settings

@@ -1387,19 +1387,36 @@ fn an_adoption_abandoned_before_its_switch_leaves_the_v2_datadir_as_it_was() {
     let v2_rows = all_rows(template.path());
     let reths_files = common::files(&template.path().join("rocksdb"));
     let work = tempfile::tempdir().expect("tmp");
-    let abandon_kills = [Some("AbandonAfterClear"), Some("AbandonAfterRemove"), None];
-    let mut runs = 0;
     for target in [AdoptTarget::V1, AdoptTarget::Hybrid] {
         let copy_point = match target {
             AdoptTarget::V1 => "AdoptCopyAfterCommit",
             AdoptTarget::Hybrid => "AdoptIngestAfterFile",
         };
-        for point in [
+        // Where the abandon itself is killed, per adoption point: a hybrid adoption's RocksDB
+        // exists from its first ingested file on, and is renamed aside before it is removed.
+        let abandon_kills = match target {
+            AdoptTarget::V1 => [
+                Some("AbandonAfterClear"),
+                Some("AbandonAfterRemove"),
+                None,
+                Some("AbandonAfterClear"),
+            ],
+            AdoptTarget::Hybrid => [
+                Some("AbandonAfterClear"),
+                Some("AdoptDirRenamedForRemoval"),
+                Some("AbandonAfterRemove"),
+                Some("AdoptDirRenamedForRemoval"),
+            ],
+        };
+        for (point, abandon_kill) in [
             "AdoptAfterStateWrite",
             copy_point,
             "AdoptStaticAfterCommit",
             "AdoptPlainAfterCommit",
-        ] {
+        ]
+        .into_iter()
+        .zip(abandon_kills)
+        {
             let what = format!("{} killed at {point}", target.as_str());
             let dir = work.path().join(format!("{}-{point}", target.as_str()));
             common::copy_tree(template.path(), &dir);
@@ -1407,13 +1424,29 @@ fn an_adoption_abandoned_before_its_switch_leaves_the_v2_datadir_as_it_was() {
                 run_adoption_child_to(target, &dir, v1.path(), head, Some(format!("{point}:1"))),
                 "{what}: reached"
             );
-            if let Some(kill) = abandon_kills[runs % abandon_kills.len()] {
+            if let Some(kill) = abandon_kill {
                 assert!(
                     run_abandon_child(&dir, v1.path(), format!("{kill}:1")),
                     "{what}: abandon killed at {kill}"
                 );
+                // Killed with the RocksDB renamed aside: an adoption rerun instead of the
+                // abandon resumes on a clean name (no half-removed RocksDB) and finishes.
+                if kill == "AdoptDirRenamedForRemoval" {
+                    let rerun = work
+                        .path()
+                        .join(format!("{}-{point}-adopted", target.as_str()));
+                    common::copy_tree(&dir, &rerun);
+                    assert!(
+                        !run_adoption_child_to(target, &rerun, v1.path(), head, None),
+                        "{what}: the adoption rerun after the killed abandon finishes"
+                    );
+                    assert_same_rows(&all_rows(&rerun), &expected, &format!("{what}, readopted"));
+                    assert!(
+                        !rerun.join("hybrid-rocksdb.removing").exists(),
+                        "{what}: what was set aside is removed by the adoption"
+                    );
+                }
             }
-            runs += 1;
             let report = reth_hybrid_adopt::abandon(&dir, &OurMdbx).expect("abandon");
             assert_eq!(report.target, target, "{what}");
             assert!(

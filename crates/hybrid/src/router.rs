@@ -455,7 +455,9 @@ impl<P: RawEngine, F: RawReplay> HybridDb<P, F> {
     }
 
     /// Publishes both engines' internals every `every` on a thread of its own until the handle
-    /// drops or this database closes (the thread holds no reference to it between reports).
+    /// drops or this database closes. The thread holds no reference to it between reports, but
+    /// does during one: drop the handle before the database's last clone (the node does), or
+    /// that close may run on the thread, after the owner thinks the datadir is free.
     pub fn spawn_stats_publisher(&self, every: Duration) -> std::io::Result<StatsPublisher> {
         let weak = Arc::downgrade(&self.inner);
         StatsPublisher::start(every, move || match weak.upgrade() {

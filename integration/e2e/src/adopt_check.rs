@@ -116,9 +116,9 @@ fn run_to_end(
 }
 
 /// An adoption abandoned before its switch, on reth's own stores: `db adopt-v2` killed
-/// (SIGKILL) as soon as its log says it rebuilds the plain state (the tx-hash index and history
-/// are ingested by then, the changesets and senders committed to MDBX), then `db adopt-v2
-/// --abandon`.
+/// (SIGKILL) as soon as its log says it checks the changesets it copied (the tx-hash index and
+/// history are ingested by then, the changesets and senders committed to MDBX; the check and the
+/// plain-state rebuild still lie between the kill and the switch), then `db adopt-v2 --abandon`.
 /// None of reth-hybrid's files may be left, reth's RocksDB and static files must be byte for
 /// byte as before, and every MDBX table must hold the rows of a copy taken before
 /// (VersionHistory aside: every open records itself there). The real adoption then starts
@@ -145,20 +145,22 @@ fn adopt_killed_then_abandoned(
         .with_context(|| format!("starting {}", args.hybrid_node.display()))?;
     let deadline = Instant::now() + std::time::Duration::from_secs(600);
     loop {
-        if fs::read_to_string(&killed_log)?.contains("plain accounts from the hashed state") {
+        if fs::read_to_string(&killed_log)?
+            .contains("changeset rows per block against the static files")
+        {
             child.kill()?;
             child.wait()?;
             break;
         }
         if let Some(status) = child.try_wait()? {
             eyre::bail!(
-                "db adopt-v2 ended ({status}) before its log named the plain-state step; its log: {}",
+                "db adopt-v2 ended ({status}) before its log named the changeset check; its log: {}",
                 killed_log.display()
             );
         }
         ensure!(
             Instant::now() < deadline,
-            "db adopt-v2 did not reach the plain-state step in 10 minutes; its log: {}",
+            "db adopt-v2 did not reach the changeset check in 10 minutes; its log: {}",
             killed_log.display()
         );
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -483,8 +485,8 @@ pub async fn run(args: Args) -> eyre::Result<()> {
          (db diff), and answers {} sampled RPC calls of each kind as the v2 node did; adopt-v2 \
          (checks, adoption straight to the hybrid, verify) {adopt_secs:.1}s; of the v1 twin: reth-hybrid \
          migrate {migrate_secs:.1}s, reth's own db migrate-v2 {reth_migrate_v2_secs:.1}s (senders \
-         and tries left to its pipeline); before it, an adoption killed while it rebuilt the \
-         plain state and then abandoned left the v2 datadir as it was ({abandoned})",
+         and tries left to its pipeline); before it, an adoption killed while it checked the \
+         changesets and then abandoned left the v2 datadir as it was ({abandoned})",
         args.samples
     );
     fs::remove_dir_all(&args.work).with_context(|| format!("removing {}", args.work.display()))?;
