@@ -125,6 +125,34 @@ pub fn dir_bytes(dir: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// The bytes `path` takes on disk, as `du` counts them: allocated blocks, so a sparse file
+/// (MDBX grows `mdbx.dat` by truncating it larger) counts what it holds, not its length; a file
+/// hard-linked more than once inside `path` counts once. Symlinks are not followed.
+pub fn allocated_bytes(path: &std::path::Path) -> u64 {
+    fn walk(path: &std::path::Path, seen: &mut std::collections::HashSet<(u64, u64)>) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return 0;
+        };
+        if meta.nlink() > 1 && !meta.is_dir() && !seen.insert((meta.dev(), meta.ino())) {
+            return 0;
+        }
+        let own = meta.blocks() * 512;
+        if !meta.is_dir() {
+            return own;
+        }
+        own + std::fs::read_dir(path)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| walk(&e.path(), seen))
+                    .sum::<u64>()
+            })
+            .unwrap_or(0)
+    }
+    walk(path, &mut std::collections::HashSet::new())
+}
+
 /// An environment variable parsed as `T`, else `default`.
 pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)

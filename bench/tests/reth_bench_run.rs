@@ -208,6 +208,17 @@ fn disk_records_reths_rocksdb_per_table_and_static_file_segments() {
         "the lock file is no segment"
     );
     assert!(disk.upstream_rocksdb_dir_bytes > 0);
+    let mdbx = v2.join("db").join("mdbx.dat");
+    assert!(
+        disk.mdbx_allocated_bytes > 0
+            && disk.mdbx_allocated_bytes == reth_hybrid_bench::allocated_bytes(&mdbx),
+        "{disk:?}"
+    );
+    assert!(
+        disk.datadir_allocated_bytes
+            >= disk.mdbx_allocated_bytes + disk.upstream_rocksdb_dir_bytes / 2,
+        "the whole datadir holds its parts: {disk:?}"
+    );
     for table in [
         "AccountsHistory",
         "StoragesHistory",
@@ -227,6 +238,31 @@ fn disk_records_reths_rocksdb_per_table_and_static_file_segments() {
     // The v1 source keeps its history in MDBX, and has no reth RocksDB rows.
     let v1 = DiskRecord::read(&a).expect("read");
     assert_eq!(v1.logical_table("AccountsHistory").expect("held").1, "mdbx");
+}
+
+#[test]
+fn allocated_bytes_count_a_sparse_file_by_what_it_holds_and_a_hard_link_once() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("d");
+    std::fs::create_dir_all(dir.join("sub")).expect("mkdir");
+    // 1 GiB long, one 64 KiB block of data written: MDBX's mdbx.dat after a geometry step.
+    let sparse = std::fs::File::create(dir.join("sparse")).expect("create");
+    sparse.set_len(1 << 30).expect("extend");
+    std::os::unix::fs::FileExt::write_all_at(&sparse, &[7u8; 65536], 0).expect("write");
+    sparse.sync_all().expect("sync");
+    std::fs::write(dir.join("sub/data"), vec![1u8; 1 << 20]).expect("write");
+    std::fs::hard_link(dir.join("sub/data"), dir.join("link")).expect("link");
+    let sparse_bytes = reth_hybrid_bench::allocated_bytes(&dir.join("sparse"));
+    assert!(
+        (65536..1 << 20).contains(&sparse_bytes),
+        "a sparse file counts its blocks, not its length: {sparse_bytes}"
+    );
+    let all = reth_hybrid_bench::allocated_bytes(&dir);
+    assert!(
+        all >= sparse_bytes + (1 << 20) && all < sparse_bytes + (2 << 20) - 65536,
+        "the hard-linked MiB counts once: {all}"
+    );
+    assert_eq!(reth_hybrid_bench::dir_bytes(&dir), (1 << 30) + (2 << 20));
 }
 
 /// A stand-in node: listens on the engine port until killed.

@@ -46,8 +46,14 @@ pub struct RunRecord {
 pub struct DiskRecord {
     /// Tables with rows or bytes in any engine.
     pub tables: Vec<TableDisk>,
-    /// `mdbx.dat` (free pages included).
+    /// `mdbx.dat`'s length (free pages and never-written space included).
     pub mdbx_file_bytes: u64,
+    /// `mdbx.dat`'s allocated blocks: MDBX grows the file sparse, so its length overstates it.
+    #[serde(default)]
+    pub mdbx_allocated_bytes: u64,
+    /// The whole datadir on disk, as `du` counts it (allocated blocks, WALs and logs included).
+    #[serde(default)]
+    pub datadir_allocated_bytes: u64,
     /// Every file under `<datadir>/hybrid-rocksdb`.
     pub rocksdb_dir_bytes: u64,
     /// Every file under reth's own `<datadir>/rocksdb` (storage v2 keeps history there).
@@ -163,6 +169,8 @@ impl DiskRecord {
         Ok(Self {
             tables,
             mdbx_file_bytes: s.mdbx_file_bytes,
+            mdbx_allocated_bytes: crate::allocated_bytes(&datadir.join("db").join("mdbx.dat")),
+            datadir_allocated_bytes: crate::allocated_bytes(datadir),
             rocksdb_dir_bytes: s.rocksdb_dir_bytes,
             upstream_rocksdb_dir_bytes: crate::dir_bytes(&upstream_dir),
             static_files_bytes: crate::dir_bytes(&static_files),
@@ -262,14 +270,13 @@ fn disk_section(s: &mut String, cfg: &RunConfig) {
             moved_k += kb;
         }
     }
-    let total = |d: &DiskRecord| {
-        d.mdbx_file_bytes
-            + d.rocksdb_dir_bytes
-            + d.upstream_rocksdb_dir_bytes
-            + d.static_files_bytes
-    };
     for (what, bv, kv) in [
-        ("mdbx.dat", b.mdbx_file_bytes, k.mdbx_file_bytes),
+        ("mdbx.dat, length", b.mdbx_file_bytes, k.mdbx_file_bytes),
+        (
+            "mdbx.dat, on disk",
+            b.mdbx_allocated_bytes,
+            k.mdbx_allocated_bytes,
+        ),
         ("hybrid-rocksdb/", b.rocksdb_dir_bytes, k.rocksdb_dir_bytes),
         (
             "rocksdb/ (reth's)",
@@ -277,7 +284,11 @@ fn disk_section(s: &mut String, cfg: &RunConfig) {
             k.upstream_rocksdb_dir_bytes,
         ),
         ("static_files/", b.static_files_bytes, k.static_files_bytes),
-        ("all of these", total(b), total(k)),
+        (
+            "the whole datadir, on disk (du)",
+            b.datadir_allocated_bytes,
+            k.datadir_allocated_bytes,
+        ),
     ] {
         let ratio = match bv {
             0 => String::new(),
