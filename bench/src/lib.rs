@@ -127,11 +127,20 @@ pub fn dir_bytes(dir: &std::path::Path) -> u64 {
 
 /// The bytes `path` takes on disk, as `du` counts them: allocated blocks, so a sparse file
 /// (MDBX grows `mdbx.dat` by truncating it larger) counts what it holds, not its length; a file
-/// hard-linked more than once inside `path` counts once. Symlinks are not followed.
+/// hard-linked more than once inside `path` counts once. Symlinks below `path` are not followed
+/// (`path` itself may be one, as a datadir often is).
 pub fn allocated_bytes(path: &std::path::Path) -> u64 {
-    fn walk(path: &std::path::Path, seen: &mut std::collections::HashSet<(u64, u64)>) -> u64 {
+    fn walk(
+        path: &std::path::Path,
+        top: bool,
+        seen: &mut std::collections::HashSet<(u64, u64)>,
+    ) -> u64 {
         use std::os::unix::fs::MetadataExt;
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
+        let meta = match top {
+            true => std::fs::metadata(path),
+            false => std::fs::symlink_metadata(path),
+        };
+        let Ok(meta) = meta else {
             return 0;
         };
         if meta.nlink() > 1 && !meta.is_dir() && !seen.insert((meta.dev(), meta.ino())) {
@@ -145,12 +154,12 @@ pub fn allocated_bytes(path: &std::path::Path) -> u64 {
             .map(|entries| {
                 entries
                     .filter_map(Result::ok)
-                    .map(|e| walk(&e.path(), seen))
+                    .map(|e| walk(&e.path(), false, seen))
                     .sum::<u64>()
             })
             .unwrap_or(0)
     }
-    walk(path, &mut std::collections::HashSet::new())
+    walk(path, true, &mut std::collections::HashSet::new())
 }
 
 /// An environment variable parsed as `T`, else `default`.

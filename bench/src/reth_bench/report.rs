@@ -290,6 +290,10 @@ fn disk_section(s: &mut String, cfg: &RunConfig) {
             k.datadir_allocated_bytes,
         ),
     ] {
+        if bv == 0 && kv == 0 {
+            // Not recorded (a report.json from before the field) or truly empty: no row.
+            continue;
+        }
         let ratio = match bv {
             0 => String::new(),
             _ => format!("{:.2}x", kv as f64 / bv as f64),
