@@ -5,7 +5,11 @@
 //!     synced RocksDB write), with deferred RocksDB syncs (the default: the RocksDB writes ride
 //!     in MDBX's commit, RocksDB's WAL is synced about once a second) and with `EveryCommit`
 //!     (intent fsync + MDBX + synced RocksDB write).
-//! Prints `hybrid/raw` for each (goals: reads <= 1.10x, commits <= 1.10x).
+//! (c) commit size: 100 to 48,000 history rows a commit, every one deferred against every one
+//!     through the intent log (`HYBRID_OVERHEAD_AGED_ROWS=N` first writes N accounts in random
+//!     order and deletes a random half, to scatter MDBX's free pages as a node's are).
+//! Prints `hybrid/raw` for (a) and (b) (goals: reads <= 1.10x, commits <= 1.10x) and
+//! `every-commit/deferred` for (c).
 
 use criterion::Criterion;
 use reth_hybrid_api::{
@@ -52,6 +56,8 @@ fn main() {
         bytecode_hash: None,
     };
     let shard = IntegerList::new([100, 200, 300, 400]).expect("sorted");
+    // A shard as long as reth's on a busy account (tens of blocks), for the payload sweep.
+    let wide_shard = IntegerList::new((0..24u64).map(|i| 1_000 + i * 37)).expect("sorted");
 
     // Hybrid datadir, loaded through the typed API.
     let hdir = tempfile::tempdir().expect("tmp");
@@ -76,19 +82,7 @@ fn main() {
 
     // A second hybrid whose every commit syncs RocksDB (commits only).
     let edir = tempfile::tempdir().expect("tmp");
-    let (m, r) = engines(edir.path());
-    let every_commit = TypedDatabase::new(
-        HybridDb::open(
-            m,
-            r,
-            edir.path(),
-            HybridOptions {
-                follower_sync: FollowerSync::EveryCommit,
-                ..HybridOptions::default()
-            },
-        )
-        .expect("hybrid"),
-    );
+    let every_commit = open_hybrid(edir.path(), FollowerSync::EveryCommit);
 
     // The same rows written straight into two engines.
     let rdir = tempfile::tempdir().expect("tmp");
@@ -193,6 +187,64 @@ fn main() {
         })
     });
     group.finish();
+
+    // Where deferring stops paying: commits of growing RocksDB payload, every one deferred vs
+    // every one through the intent log and a synced RocksDB write. The default's
+    // `max_row_bytes` sits below the size where every-commit wins.
+    let always_deferred = match FollowerSync::default() {
+        FollowerSync::Deferred {
+            max_commits,
+            max_delay,
+            ..
+        } => FollowerSync::Deferred {
+            max_commits,
+            max_delay,
+            max_row_bytes: usize::MAX,
+        },
+        FollowerSync::EveryCommit => unreachable!("the default defers"),
+    };
+    let ddir = tempfile::tempdir().expect("tmp");
+    let sweep_modes = [
+        ("deferred", open_hybrid(ddir.path(), always_deferred)),
+        ("every-commit", every_commit),
+    ];
+    // A node's MDBX is large and churned, so its free pages are scattered; a fresh one is not.
+    let aged_rows = reth_hybrid_bench::env_or("HYBRID_OVERHEAD_AGED_ROWS", 0usize);
+    if aged_rows > 0 {
+        for (_, db) in &sweep_modes {
+            age(db, aged_rows);
+        }
+    }
+    let mut sweep_groups = Vec::new();
+    for rows in PAYLOAD_SWEEP_ROWS {
+        let group_name = format!("commit_history_rows_{rows}");
+        let mut group = c.benchmark_group(&group_name);
+        group.sample_size(10);
+        for (name, db) in &sweep_modes {
+            group.bench_function(*name, |b| {
+                b.iter(|| {
+                    let tx = db.tx_mut().expect("rw");
+                    n += 1;
+                    let a = Address::from_word(U256::from(n).into());
+                    reth_hybrid_api::DbTxMut::put::<PlainAccountState>(&tx, a, account)
+                        .expect("put");
+                    for _ in 0..rows {
+                        n += 1;
+                        let a = Address::from_word(U256::from(n).into());
+                        reth_hybrid_api::DbTxMut::put::<AccountsHistory>(
+                            &tx,
+                            ShardedKey::last(a),
+                            wide_shard.clone(),
+                        )
+                        .expect("put");
+                    }
+                    tx.commit().expect("commit");
+                })
+            });
+        }
+        group.finish();
+        sweep_groups.push(group_name);
+    }
     c.final_summary();
     println!(
         "\nhybrid/raw time ratio (goals <= 1.10x; deferred RocksDB syncs, the default: one durable \
@@ -214,4 +266,79 @@ fn main() {
         "hybrid-every-commit",
         "raw",
     );
+    println!(
+        "\ncommits by RocksDB payload ({} B a row): every-commit/deferred (> 1: deferring pays; \
+         the default defers payloads up to {} KiB):",
+        sweep_row_bytes(&wide_shard),
+        deferred_defaults_max_row_kib()
+    );
+    let sweep_refs: Vec<&str> = sweep_groups.iter().map(String::as_str).collect();
+    print_ratio_table(&sweep_refs, "every-commit", "deferred");
+}
+
+/// History rows per commit in the payload sweep: from `make demo`'s size to a few times reth's
+/// persistence commits on the bench-reth chain (about 0.8 MiB of RocksDB writes).
+const PAYLOAD_SWEEP_ROWS: [usize; 5] = [100, 1_000, 4_000, 16_000, 48_000];
+
+fn open_hybrid(
+    dir: &Path,
+    follower_sync: FollowerSync,
+) -> TypedDatabase<HybridDb<MdbxEngine, RocksEngine>> {
+    let (m, r) = engines(dir);
+    TypedDatabase::new(
+        HybridDb::open(
+            m,
+            r,
+            dir,
+            HybridOptions {
+                follower_sync,
+                ..HybridOptions::default()
+            },
+        )
+        .expect("hybrid"),
+    )
+}
+
+fn deferred_defaults_max_row_kib() -> usize {
+    match FollowerSync::default() {
+        FollowerSync::Deferred { max_row_bytes, .. } => max_row_bytes >> 10,
+        FollowerSync::EveryCommit => 0,
+    }
+}
+
+/// Writes `rows` accounts in random order in commits of 10,000, then deletes a random half of
+/// them: MDBX's free pages end up scattered as in a long-running node's.
+fn age(db: &TypedDatabase<HybridDb<MdbxEngine, RocksEngine>>, rows: usize) {
+    let mut g = KeyGen::new(77);
+    let keys: Vec<Address> = (0..rows).map(|_| Address::from(g.bytes::<20>())).collect();
+    for chunk in keys.chunks(10_000) {
+        db.update(|tx| {
+            for a in chunk {
+                let account = Account {
+                    nonce: g.next_u64(),
+                    balance: U256::from(g.next_u64()),
+                    bytecode_hash: None,
+                };
+                reth_hybrid_api::DbTxMut::put::<PlainAccountState>(tx, *a, account)?;
+            }
+            Ok::<_, reth_hybrid_api::DatabaseError>(())
+        })
+        .expect("update")
+        .expect("age");
+    }
+    for chunk in keys.chunks(10_000) {
+        db.update(|tx| {
+            for a in chunk.iter().filter(|_| g.next_u64().is_multiple_of(2)) {
+                reth_hybrid_api::DbTxMut::delete::<PlainAccountState>(tx, *a, None)?;
+            }
+            Ok::<_, reth_hybrid_api::DatabaseError>(())
+        })
+        .expect("update")
+        .expect("age");
+    }
+}
+
+/// Bytes one history row adds to a payload: its key and value (framing aside).
+fn sweep_row_bytes(shard: &IntegerList) -> usize {
+    28 + compress_to_vec(shard).len()
 }

@@ -28,6 +28,6 @@ pub use layout::{CONTROL_KEY_PREFIX, Layout};
 pub use metrics::StatsPublisher;
 pub use recovery::{Recovered, RecoveryAction};
 pub use router::{
-    FOLLOWER_SYNC_ENV, FollowerSync, HybridDb, HybridOptions, HybridTx, HybridTxMut,
-    INTENT_LOG_FILE, Metered, Routed,
+    DEFAULT_MAX_DEFERRED_BYTES, FOLLOWER_SYNC_ENV, FollowerSync, HybridDb, HybridOptions, HybridTx,
+    HybridTxMut, INTENT_LOG_FILE, Metered, Routed,
 };

@@ -12,7 +12,7 @@ use reth_hybrid_api::{
     raw::{RawEngine, RawReplay, RawTx, RawTxMut},
 };
 use reth_hybrid_hybrid::{
-    FollowerSync, HybridError, INTENT_LOG_FILE, RecoveryAction,
+    DEFAULT_MAX_DEFERRED_BYTES, FollowerSync, HybridError, INTENT_LOG_FILE, RecoveryAction,
     control::{SEQ_KEY, get_u64, pending_key, pending_rows, pending_seqs},
     fault::{self, Fault, FaultPoint},
     intent_log::{self, Decoded},
@@ -270,6 +270,43 @@ fn a_large_commit_takes_the_intent_log_and_recovery_follows_the_chain() {
     assert_eq!(rocksdb_seq_of(&db), 3);
     let tx = db.follower().begin_ro().expect("ro");
     assert_eq!(tx.entries(Tables::AccountsHistory).expect("entries"), 20);
+}
+
+/// The default defers a small commit (a pending row, no intent log) and sends a commit of more
+/// than `DEFAULT_MAX_DEFERRED_BYTES` of RocksDB writes, a reth persistence commit's size, through
+/// the intent log and a synced write (no pending row, RocksDB durable at once).
+#[test]
+fn the_default_defers_small_commits_and_logs_large_ones() {
+    let data = tempfile::tempdir().expect("tmp");
+    let db = open_with(data.path(), None, FollowerSync::default()).expect("open");
+    let intent_len = || std::fs::metadata(data.path().join(INTENT_LOG_FILE)).map_or(0, |m| m.len());
+    commit(&db, 1);
+    assert_eq!(pending(&db), vec![1], "a small commit rides in MDBX");
+    assert_eq!(intent_len(), 0, "and writes no intent");
+
+    let tx = db.begin_rw().expect("rw");
+    write_commit(&tx, 2);
+    let value = [3u8; 100];
+    let rows = DEFAULT_MAX_DEFERRED_BYTES / value.len() + 1;
+    for k in 0..rows as u64 {
+        let mut key = [9u8; 28];
+        key[20..].copy_from_slice(&k.to_be_bytes());
+        tx.put(Tables::AccountsHistory, &key, &value).expect("put");
+    }
+    tx.commit().expect("commit");
+    assert_eq!(
+        pending(&db),
+        vec![1],
+        "a commit over the bound leaves no pending row"
+    );
+    // The large commit's synced write made RocksDB durable through commit 2, so commit 1's row
+    // is no longer needed: the next commit deletes it.
+    commit(&db, 3);
+    assert_eq!(pending(&db), vec![3]);
+    let (blocks, _) = visible(&db);
+    assert_eq!(blocks, (1..=3).collect());
+    let tx = db.follower().begin_ro().expect("ro");
+    assert_eq!(tx.entries(Tables::AccountsHistory).expect("entries"), rows);
 }
 
 fn rocksdb_seq_of(db: &Db) -> u64 {
