@@ -276,8 +276,8 @@ fn main() {
     print_ratio_table(&sweep_refs, "every-commit", "deferred");
 }
 
-/// History rows per commit in the payload sweep: from `make demo`'s size to a few times reth's
-/// persistence commits on the bench-reth chain (about 0.8 MiB of RocksDB writes).
+/// History rows per commit in the payload sweep (about 100 bytes each): from `make demo`'s size
+/// (10 KiB) to 5 MiB, past what a persistence commit of a few full blocks writes to RocksDB.
 const PAYLOAD_SWEEP_ROWS: [usize; 5] = [100, 1_000, 4_000, 16_000, 48_000];
 
 fn open_hybrid(
