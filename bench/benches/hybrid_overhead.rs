@@ -188,9 +188,9 @@ fn main() {
     });
     group.finish();
 
-    // Where deferring stops paying: commits of growing RocksDB payload, every one deferred vs
-    // every one through the intent log and a synced RocksDB write. The default's
-    // `max_row_bytes` sits below the size where every-commit wins.
+    // Whether deferring stops paying as commits grow: every one deferred vs every one through
+    // the intent log and a synced RocksDB write. (The default's 64 KiB bound comes from a node's
+    // persistence waits, which this sweep has not reproduced: docs/benchmarks.md.)
     let always_deferred = match FollowerSync::default() {
         FollowerSync::Deferred {
             max_commits,
