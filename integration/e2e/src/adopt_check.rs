@@ -87,15 +87,15 @@ fn stored_bytes_of(
 }
 
 /// Runs `binary command --chain dev --datadir D args` to completion, its output in `log`.
-fn run_to_end(
+fn run_logged(
     binary: &Path,
     command: &str,
     datadir: &Path,
     args: &[&str],
     log: &Path,
-) -> eyre::Result<()> {
+) -> eyre::Result<std::process::ExitStatus> {
     let out = fs::File::create(log)?;
-    let status = Command::new(binary)
+    Command::new(binary)
         .arg(command)
         .args(["--chain", "dev", "--color", "never", "--datadir"])
         .arg(datadir)
@@ -104,7 +104,18 @@ fn run_to_end(
         .stdout(out.try_clone()?)
         .stderr(out)
         .status()
-        .with_context(|| format!("starting {}", binary.display()))?;
+        .with_context(|| format!("starting {}", binary.display()))
+}
+
+/// [`run_logged`], which must succeed.
+fn run_to_end(
+    binary: &Path,
+    command: &str,
+    datadir: &Path,
+    args: &[&str],
+    log: &Path,
+) -> eyre::Result<()> {
+    let status = run_logged(binary, command, datadir, args, log)?;
     ensure!(
         status.success(),
         "{} {command} {} failed ({status}); its log: {}",
@@ -115,24 +126,16 @@ fn run_to_end(
     Ok(())
 }
 
-/// `reth import` of the chain into `datadir`. Every block and transaction must go in ("Import
-/// complete" alone is not enough: reth says it after stopping at an invalid block too). reth
-/// may then abort at exit, after the import completed, as RocksDB's static destructors race its
-/// RocksDB still closing on another thread ("pthread lock: Invalid argument", about one import
-/// in three here); every RocksDB write reth makes is synced, so that exact abort is accepted,
-/// and any other failure is not (scripts/bench-reth's `import_blocks` does the same).
+/// `reth import` of the chain into `datadir`, with `--fail-on-invalid-block` (by default reth
+/// drops a block that fails its checks while decoding, and every later one, from the totals it
+/// prints). Every block and transaction must go in. reth may then abort at exit, after the
+/// import completed, as RocksDB's static destructors race its RocksDB still closing on another
+/// thread ("pthread lock: Invalid argument", about one import in three here); every RocksDB
+/// write reth makes is synced, so that exact abort is accepted, and any other failure is not
+/// (scripts/bench-reth's `import_blocks` does the same).
 fn import(binary: &Path, datadir: &Path, args: &[&str], log: &Path) -> eyre::Result<()> {
-    let out = fs::File::create(log)?;
-    let status = Command::new(binary)
-        .arg("import")
-        .args(["--chain", "dev", "--color", "never", "--datadir"])
-        .arg(datadir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out)
-        .status()
-        .with_context(|| format!("starting {}", binary.display()))?;
+    let args = [&["--fail-on-invalid-block"], args].concat();
+    let status = run_logged(binary, "import", datadir, &args, log)?;
     let said = fs::read_to_string(log)?;
     ensure!(
         imported_everything(&said),
@@ -158,20 +161,23 @@ fn import(binary: &Path, datadir: &Path, args: &[&str], log: &Path) -> eyre::Res
     Ok(())
 }
 
-/// Whether reth's import log ends its import with every block and transaction in:
+/// Whether reth's import log ends its import with every block (at least one) and transaction in:
 /// `Import complete. Total: X/X blocks, Y/Y transactions`.
 fn imported_everything(log: &str) -> bool {
     log.lines().any(|line| {
         let Some((_, total)) = line.split_once("Import complete. Total: ") else {
             return false;
         };
+        // The count imported, when it is all of the count read.
         let all_of = |part: Option<&str>, unit: &str| {
             part.and_then(|p| p.trim().strip_suffix(unit))
                 .and_then(|p| p.trim_end().split_once('/'))
-                .is_some_and(|(done, of)| !done.is_empty() && done == of)
+                .filter(|(done, of)| done == of)
+                .and_then(|(done, _)| done.parse::<u64>().ok())
         };
         let mut parts = total.split(',');
-        all_of(parts.next(), "blocks") && all_of(parts.next(), "transactions")
+        all_of(parts.next(), "blocks").is_some_and(|blocks| blocks > 0)
+            && all_of(parts.next(), "transactions").is_some()
     })
 }
 
@@ -566,6 +572,10 @@ mod tests {
             "INFO Import complete. Total: 81/81 blocks, 3999/4000 transactions\n"
         ));
         assert!(!imported_everything("INFO Imported 81 blocks\n"));
+        assert!(
+            !imported_everything("INFO Import complete. Total: 0/0 blocks, 0/0 transactions\n"),
+            "an import of nothing"
+        );
     }
 
     #[test]
