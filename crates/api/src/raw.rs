@@ -243,6 +243,13 @@ pub trait RawReplay: RawEngine<Tx: Clone> {
         self.apply_exported(writes)
     }
 
+    /// Whether [`RawReplay::apply_exported`] of `writes` also makes every earlier
+    /// [`RawReplay::apply_exported_deferred`] durable, so that no [`RawReplay::sync_applied`]
+    /// has to follow it. `false` (always sync) unless the engine knows better.
+    fn apply_syncs_earlier(&self, _writes: &[u8]) -> bool {
+        false
+    }
+
     /// Makes every write applied so far durable (power loss included).
     fn sync_applied(&self) -> RawResult<()> {
         Ok(())

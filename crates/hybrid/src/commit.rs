@@ -30,7 +30,7 @@ use crate::{
     error::{HybridError, injected},
     fault::{fault_point, stall_point},
     intent_log::{self, Intent},
-    metrics::{self, Phase},
+    metrics::{self, CommitRoute, Phase},
     router::{CommitState, FollowerSync, FollowerViews, HybridInner, HybridTxMut},
 };
 use parking_lot::RwLock;
@@ -214,7 +214,14 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
     state.seq = seq;
     state.pending_rows.drain(..retired);
     state.unreadable_pending.clear();
-    metrics::commit(intent.is_some());
+    metrics::commit(
+        match (&intent, deferred) {
+            (None, _) => CommitRoute::Untouched,
+            (Some(_), true) => CommitRoute::Deferred,
+            (Some(_), false) => CommitRoute::Logged,
+        },
+        intent.as_ref().map_or(0, |i| i.payload.len()),
+    );
     if deferred {
         state.follower_seq = seq;
         state.pending_rows.push(seq);
@@ -223,9 +230,15 @@ pub(crate) fn commit<P: RawEngine, F: RawReplay>(tx: HybridTxMut<P, F>) -> Resul
         state.oldest_unsynced.get_or_insert(seq);
     } else if let Some(intent) = intent {
         state.follower_seq = intent.seq;
-        // An SST ingestion does not sync the WAL that earlier deferred commits wrote.
         if state.unsynced > 0 {
-            sync_follower(&db, &mut state, seq)?;
+            if db.follower.apply_syncs_earlier(&intent.payload) {
+                // The synced batch also synced the WAL that earlier deferred commits wrote.
+                mark_follower_synced(&mut state);
+            } else {
+                // An SST ingestion does not sync the WAL that earlier deferred commits wrote. A
+                // failure here poisons the handle although this commit is durable in both.
+                sync_follower(&db, &mut state, seq)?;
+            }
         }
         state.durable_follower_seq = seq;
         // ORDER: clearing last. A crash before it leaves an intent both engines already hold;
@@ -316,11 +329,16 @@ fn sync_follower<P: RawEngine, F: RawReplay>(
         poison(&db.poisoned, &db.views, seq);
         return Err(HybridError::FollowerSync { seq, source });
     }
+    mark_follower_synced(state);
+    Ok(())
+}
+
+/// Every commit applied to the follower so far is durable there.
+fn mark_follower_synced(state: &mut CommitState) {
     state.durable_follower_seq = state.follower_seq;
     state.unsynced = 0;
     state.unsynced_since = None;
     state.oldest_unsynced = None;
-    Ok(())
 }
 
 /// Marks the handle unusable after a commit failed once MDBX may have decided it, and drops the

@@ -53,6 +53,9 @@ pub const OPERATIONS_TOTAL: &str = "reth_hybrid_operations_total";
 pub const OPERATION_SECONDS: &str = "reth_hybrid_operation_seconds";
 pub const COMMIT_PHASE_SECONDS: &str = "reth_hybrid_commit_phase_seconds";
 pub const COMMITS_TOTAL: &str = "reth_hybrid_commits_total";
+/// Bytes of each commit's RocksDB payload (write batch or SST manifest), by the route it took:
+/// what decides between the deferred sync and the intent log (`FollowerSync::Deferred`'s bound).
+pub const COMMIT_ROCKSDB_BYTES: &str = "reth_hybrid_commit_rocksdb_bytes";
 
 /// Operation kinds, as the `op` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,11 +135,37 @@ pub(crate) fn phase(phase: Phase, took: Duration) {
         .record(took.as_secs_f64());
 }
 
-pub(crate) fn commit(follower_touched: bool) {
+/// How a commit's RocksDB half was made durable, as the `rocksdb` and `route` labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitRoute {
+    /// The commit wrote nothing to RocksDB.
+    Untouched,
+    /// A pending row in MDBX's commit, RocksDB written unsynced (synced later).
+    Deferred,
+    /// The intent log, fsynced, then a synced RocksDB write (or an SST ingestion).
+    Logged,
+}
+
+impl CommitRoute {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CommitRoute::Untouched => "untouched",
+            CommitRoute::Deferred => "deferred",
+            CommitRoute::Logged => "logged",
+        }
+    }
+}
+
+/// Counts a finished commit by route and records its RocksDB payload's bytes.
+pub(crate) fn commit(route: CommitRoute, payload_bytes: usize) {
     if !enabled() {
         return;
     }
-    metrics::counter!(named(COMMITS_TOTAL), "rocksdb" => if follower_touched { "written" } else { "untouched" }).increment(1);
+    metrics::counter!(named(COMMITS_TOTAL), "rocksdb" => route.as_str()).increment(1);
+    if route != CommitRoute::Untouched {
+        metrics::histogram!(named(COMMIT_ROCKSDB_BYTES), "route" => route.as_str())
+            .record(payload_bytes as f64);
+    }
 }
 
 /// A stat's name as recorded: `reth_hybrid_<name><suffix>` (see `UNDER_RETH`).

@@ -10,7 +10,7 @@
 mod common;
 
 use common::{Db, open, open_with, visible, write_commit};
-use reth_hybrid_api::raw::{RawEngine, RawTx};
+use reth_hybrid_api::raw::{RawEngine, RawTx, RawTxMut};
 use reth_hybrid_hybrid::{
     FollowerSync, HybridError, INTENT_LOG_FILE, RecoveryAction,
     fault::{self, Fault, FaultPoint},
@@ -21,6 +21,12 @@ fn commit(db: &Db, i: u64) -> Result<(), reth_hybrid_api::DatabaseError> {
     let tx = db.begin_rw()?;
     write_commit(&tx, i);
     tx.commit()
+}
+
+/// The pending rows (deferred commits' RocksDB writes) MDBX holds now.
+fn pending(db: &Db) -> Vec<u64> {
+    let tx = db.primary().begin_ro().expect("ro");
+    reth_hybrid_hybrid::control::pending_seqs(&tx).expect("pending rows")
 }
 
 fn commits(db: &Db) -> Vec<u64> {
@@ -259,4 +265,54 @@ fn reader_opened_before_a_failed_apply_keeps_its_snapshot() {
     );
     before.abort();
     assert!(db.begin_ro().is_err(), "a new reader is refused");
+}
+
+/// With the default bound, a commit too large to defer follows deferred ones whose RocksDB
+/// writes are not yet synced. Its synced write batch syncs RocksDB's whole WAL, theirs
+/// included, so no separate WAL sync follows it: a sync that would fail cannot fail (and
+/// poison) a commit already durable in both engines, and the deferred commits' pending rows
+/// are retired all the same.
+#[test]
+fn a_logged_commit_after_deferred_ones_needs_no_separate_wal_sync() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sync = FollowerSync::Deferred {
+        max_commits: 100,
+        max_delay: std::time::Duration::from_secs(3600),
+        max_row_bytes: reth_hybrid_hybrid::DEFAULT_MAX_DEFERRED_BYTES,
+    };
+    let db = open_with(dir.path(), None, sync).expect("open");
+    commit(&db, 1).expect("commit 1 (deferred)");
+    commit(&db, 2).expect("commit 2 (deferred)");
+    assert_eq!(
+        pending(&db),
+        vec![1, 2],
+        "two deferred commits, not yet synced"
+    );
+
+    fault::arm(dir.path(), FaultPoint::FollowerSync, Fault::Eio);
+    let tx = db.begin_rw().expect("rw");
+    write_commit(&tx, 3);
+    // ~150 KB of history rows (a table routed to RocksDB that `visible` does not read): over
+    // the 64 KiB bound, so commit 3 takes the intent log and a synced write.
+    for i in 0..1_500u32 {
+        let mut key = [0x5au8; 28];
+        key[..4].copy_from_slice(&i.to_be_bytes());
+        tx.put(reth_hybrid_api::Tables::AccountsHistory, &key, &[7u8; 64])
+            .expect("history row");
+    }
+    tx.commit()
+        .expect("the large commit needs no WAL sync after its synced write");
+    fault::disarm(dir.path());
+    assert_eq!(commits(&db), vec![1, 2, 3]);
+    commit(&db, 4).expect("the handle is not poisoned");
+    assert_eq!(
+        pending(&db),
+        vec![4],
+        "commit 4 deleted the rows of 1 and 2, retired by commit 3's synced write"
+    );
+    drop(db);
+
+    let db = open_with(dir.path(), None, sync).expect("reopen");
+    assert_eq!(db.recovered().action, RecoveryAction::Clean);
+    assert_eq!(commits(&db), vec![1, 2, 3, 4]);
 }

@@ -7,9 +7,12 @@ use common::{open, write_commit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use reth_hybrid_api::{
     Tables,
-    raw::{RawCursor, RawEngine, RawTx},
+    raw::{RawCursor, RawEngine, RawTx, RawTxMut},
 };
-use reth_hybrid_hybrid::metrics::{COMMIT_PHASE_SECONDS, COMMITS_TOTAL, OPERATIONS_TOTAL};
+use reth_hybrid_hybrid::{
+    DEFAULT_MAX_DEFERRED_BYTES, FollowerSync,
+    metrics::{COMMIT_PHASE_SECONDS, COMMIT_ROCKSDB_BYTES, COMMITS_TOTAL, OPERATIONS_TOTAL},
+};
 use std::{
     collections::HashMap,
     time::{Duration, Instant},
@@ -74,8 +77,15 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
         Some(&1)
     );
     assert_eq!(
-        counters.get(&format!("{COMMITS_TOTAL}{{rocksdb=written}}")),
-        Some(&3)
+        counters.get(&format!("{COMMITS_TOTAL}{{rocksdb=logged}}")),
+        Some(&3),
+        "every commit of an every-commit handle takes the intent log"
+    );
+    assert!(
+        histograms
+            .iter()
+            .any(|(h, n)| *h == format!("{COMMIT_ROCKSDB_BYTES}{{route=logged}}") && *n == 3),
+        "each commit's RocksDB payload is measured: {histograms:?}"
     );
     for phase in [
         "intent_fsync",
@@ -151,6 +161,63 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
     }
     // It held no reference: the datadir opens again in this process.
     drop(open(dir.path(), None).expect("reopen after close"));
+
+    // The default sync: a small commit is deferred, one over the bound takes the intent log,
+    // and the payload sizes say which side of the bound each was on. (A snapshot drains what it
+    // reads: the one below sees these two commits only.)
+    drop(snapshotter.snapshot());
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = common::open_with(dir.path(), None, FollowerSync::default()).expect("open");
+    let tx = db.begin_rw().expect("rw");
+    write_commit(&tx, 1);
+    tx.commit().expect("small commit");
+    let tx = db.begin_rw().expect("rw");
+    for i in 0..4_000u64 {
+        tx.put(
+            Tables::TransactionHashNumbers,
+            &common::hash(1_000_000 + i),
+            &i.to_be_bytes(),
+        )
+        .expect("put");
+    }
+    tx.commit().expect("large commit");
+    let mut counters: HashMap<String, u64> = HashMap::new();
+    let mut payloads: HashMap<String, Vec<f64>> = HashMap::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let k = key.key();
+        let labels: Vec<String> = k
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        let id = format!("{}{{{}}}", k.name(), labels.join(","));
+        match value {
+            DebugValue::Counter(n) => {
+                counters.insert(id, n);
+            }
+            DebugValue::Histogram(v) if k.name() == COMMIT_ROCKSDB_BYTES => {
+                payloads.insert(id, v.into_iter().map(|x| x.into_inner()).collect());
+            }
+            _ => {}
+        }
+    }
+    for route in ["deferred", "logged"] {
+        assert_eq!(
+            counters.get(&format!("{COMMITS_TOTAL}{{rocksdb={route}}}")),
+            Some(&1),
+            "one {route} commit: {counters:#?}"
+        );
+    }
+    let bound = DEFAULT_MAX_DEFERRED_BYTES as f64;
+    let deferred = &payloads[&format!("{COMMIT_ROCKSDB_BYTES}{{route=deferred}}")];
+    assert!(
+        deferred.len() == 1 && deferred[0] > 0.0 && deferred[0] <= bound,
+        "one deferred payload within the bound: {deferred:?}"
+    );
+    let logged = &payloads[&format!("{COMMIT_ROCKSDB_BYTES}{{route=logged}}")];
+    assert!(
+        logged.len() == 1 && logged[0] > bound,
+        "one logged payload, over the bound: {logged:?}"
+    );
 }
 
 /// A counter's value in the recorder (0 when not recorded yet), by `name{label=value,...}`.

@@ -279,6 +279,13 @@ impl RawReplay for RocksEngine {
         crate::tx::write_batch_unsynced(&self.inner, rocksdb::WriteBatch::from_data(writes))
     }
 
+    /// A synced write batch fsyncs every live WAL file, not just the tail it wrote (RocksDB
+    /// 10.4, `db_impl_write.cc`: a write with `sync` syncs each of `logs_`), and so every
+    /// unsynced batch before it. An SST ingestion writes no WAL and syncs none of it.
+    fn apply_syncs_earlier(&self, writes: &[u8]) -> bool {
+        self.inner.sync_writes && !crate::export::is_manifest(writes)
+    }
+
     fn sync_applied(&self) -> RawResult<()> {
         if self.inner.read_only {
             return Ok(());
