@@ -23,6 +23,7 @@ const GROUPS: &[&str] = &[
     "get_miss_tx_hash",
     "seek_accounts_history",
     "seek_storages_history",
+    "seek_exact_accounts_history",
     "next_accounts_history",
     "put_tx_hash",
     "append_accounts_history",
@@ -137,6 +138,18 @@ fn bench_engine<E: RawEngine>(c: &mut Criterion, name: &str, e: &E, d: &Data) {
                 )
             })
         });
+    // The lookup reth's history indexing makes for every changed address: its last shard.
+    let mut xcur = ro.cursor(Tables::AccountsHistory).expect("cursor");
+    c.benchmark_group("seek_exact_accounts_history")
+        .bench_function(name, |b| {
+            b.iter(|| {
+                let a = d.addresses[(g.next_u64() as usize) % d.addresses.len()];
+                black_box(
+                    xcur.seek_exact(&sharded_key(a, u64::MAX))
+                        .expect("seek_exact"),
+                )
+            })
+        });
     let mut ncur = ro.cursor(Tables::AccountsHistory).expect("cursor");
     ncur.first().expect("first");
     c.benchmark_group("next_accounts_history")
@@ -147,7 +160,7 @@ fn bench_engine<E: RawEngine>(c: &mut Criterion, name: &str, e: &E, d: &Data) {
                 }
             })
         });
-    drop((cur, scur, ncur, ro));
+    drop((cur, scur, xcur, ncur, ro));
     c.benchmark_group("put_tx_hash").bench_function(name, |b| {
         b.iter_batched(
             || e.begin_rw().expect("rw"),

@@ -32,6 +32,12 @@ pub trait PairStore: Send + Debug {
     fn gt(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
         self.ge(key, &succ_value(value))
     }
+    /// The value at `key` in a table without duplicates: a cursor's `seek_exact` there. A store
+    /// whose point lookup is cheaper than a seek overrides it (RocksDB: bloom filters and the
+    /// row cache instead of an iterator).
+    fn value_of(&self, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
+        Ok(self.ge(key, &[])?.filter(|(k, _)| k == key).map(|(_, v)| v))
+    }
     /// Last pair of the table.
     fn last(&self) -> RawResult<Option<RawPair>>;
     /// Adds a pair; on a plain table it replaces the key's value.
@@ -504,7 +510,13 @@ impl<S: PairStore> RawCursor for EmulatedCursor<S> {
     }
 
     fn seek_exact(&mut self, key: &[u8]) -> RawResult<Option<RawPair>> {
-        let found = self.store.first_of_key(key)?;
+        // The cursor's position is the row's key and value, not an engine iterator, so a point
+        // lookup positions it as well as a seek would (reth's history indexing calls this for
+        // every changed address and slot).
+        let found = match self.store.table().is_dupsort() {
+            false => self.store.value_of(key)?.map(|v| (key.to_vec(), v)),
+            true => self.store.first_of_key(key)?,
+        };
         if found.is_none() {
             self.state = CursorState::Invalid;
         }

@@ -427,6 +427,13 @@ impl PairStore for RocksStore {
         "rocksdb"
     }
 
+    fn value_of(&self, key: &[u8]) -> RawResult<Option<Vec<u8>>> {
+        match self.dup_len() {
+            None => self.tx.get_plain(self.table, key),
+            Some(_) => Ok(self.get_first(key)?),
+        }
+    }
+
     fn ge(&self, key: &[u8], value: &[u8]) -> RawResult<Option<RawPair>> {
         match self.dup_len() {
             Some(len) => {
