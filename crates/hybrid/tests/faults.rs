@@ -316,3 +316,63 @@ fn a_logged_commit_after_deferred_ones_needs_no_separate_wal_sync() {
     assert_eq!(db.recovered().action, RecoveryAction::Clean);
     assert_eq!(commits(&db), vec![1, 2, 3, 4]);
 }
+
+/// The twin of the test above: a commit made of SST files (here a clear of a table with rows)
+/// writes no WAL, so after deferred commits it still syncs RocksDB's WAL on its own, and a
+/// failing sync fails it (the commit is decided; reopening finishes it).
+#[test]
+fn a_commit_of_sst_files_after_deferred_ones_still_syncs_the_wal() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sync = FollowerSync::Deferred {
+        max_commits: 100,
+        max_delay: std::time::Duration::from_secs(3600),
+        max_row_bytes: reth_hybrid_hybrid::DEFAULT_MAX_DEFERRED_BYTES,
+    };
+    let history_row = [0x5au8; 28];
+    let db = open_with(dir.path(), None, sync).expect("open");
+    commit(&db, 1).expect("commit 1 (deferred)");
+    let tx = db.begin_rw().expect("rw");
+    write_commit(&tx, 2);
+    tx.put(
+        reth_hybrid_api::Tables::AccountsHistory,
+        &history_row,
+        &[7u8; 8],
+    )
+    .expect("history row");
+    tx.commit().expect("commit 2 (deferred)");
+    assert_eq!(
+        pending(&db),
+        vec![1, 2],
+        "two deferred commits, not yet synced"
+    );
+
+    fault::arm(dir.path(), FaultPoint::FollowerSync, Fault::Eio);
+    let tx = db.begin_rw().expect("rw");
+    write_commit(&tx, 3);
+    tx.clear(reth_hybrid_api::Tables::AccountsHistory)
+        .expect("clear a table with rows: the commit is made of SST files");
+    let err = tx
+        .commit()
+        .expect_err("the WAL sync after the ingestion fails the commit");
+    assert!(
+        err.to_string()
+            .contains("RocksDB could not sync its WAL after commit 3"),
+        "{err}"
+    );
+    fault::disarm(dir.path());
+    drop(db);
+
+    let db = open_with(dir.path(), None, sync).expect("reopen");
+    assert_eq!(commits(&db), vec![1, 2, 3], "the decided commit is kept");
+    let ro = db.begin_ro().expect("ro");
+    assert_eq!(
+        ro.entries(reth_hybrid_api::Tables::AccountsHistory)
+            .expect("entries"),
+        0,
+        "commit 3's clear is applied"
+    );
+    drop(ro);
+    drop(db);
+    let db = open_with(dir.path(), None, sync).expect("second reopen");
+    assert_eq!(db.recovered().action, RecoveryAction::Clean);
+}
