@@ -267,6 +267,29 @@ fn reader_opened_before_a_failed_apply_keeps_its_snapshot() {
     assert!(db.begin_ro().is_err(), "a new reader is refused");
 }
 
+/// Deferred syncs with the default 64 KiB bound, synced only when a test's commit does it.
+fn deferred_with_default_bound() -> FollowerSync {
+    FollowerSync::Deferred {
+        max_commits: 100,
+        max_delay: std::time::Duration::from_secs(3600),
+        max_row_bytes: reth_hybrid_hybrid::DEFAULT_MAX_DEFERRED_BYTES,
+    }
+}
+
+/// Checks that commits 1 and 2 were deferred and are unsynced, arms a failing WAL sync, and
+/// begins commit 3 with its usual rows.
+fn commit_3_with_the_wal_sync_failing(db: &Db, dir: &Path) -> <Db as RawEngine>::TxMut {
+    assert_eq!(
+        pending(db),
+        vec![1, 2],
+        "two deferred commits, not yet synced"
+    );
+    fault::arm(dir, FaultPoint::FollowerSync, Fault::Eio);
+    let tx = db.begin_rw().expect("rw");
+    write_commit(&tx, 3);
+    tx
+}
+
 /// With the default bound, a commit too large to defer follows deferred ones whose RocksDB
 /// writes are not yet synced. Its synced write batch syncs RocksDB's whole WAL, theirs
 /// included, so no separate WAL sync follows it: a sync that would fail cannot fail (and
@@ -275,23 +298,11 @@ fn reader_opened_before_a_failed_apply_keeps_its_snapshot() {
 #[test]
 fn a_logged_commit_after_deferred_ones_needs_no_separate_wal_sync() {
     let dir = tempfile::tempdir().expect("tmp");
-    let sync = FollowerSync::Deferred {
-        max_commits: 100,
-        max_delay: std::time::Duration::from_secs(3600),
-        max_row_bytes: reth_hybrid_hybrid::DEFAULT_MAX_DEFERRED_BYTES,
-    };
+    let sync = deferred_with_default_bound();
     let db = open_with(dir.path(), None, sync).expect("open");
     commit(&db, 1).expect("commit 1 (deferred)");
     commit(&db, 2).expect("commit 2 (deferred)");
-    assert_eq!(
-        pending(&db),
-        vec![1, 2],
-        "two deferred commits, not yet synced"
-    );
-
-    fault::arm(dir.path(), FaultPoint::FollowerSync, Fault::Eio);
-    let tx = db.begin_rw().expect("rw");
-    write_commit(&tx, 3);
+    let tx = commit_3_with_the_wal_sync_failing(&db, dir.path());
     // ~150 KB of history rows (a table routed to RocksDB that `visible` does not read): over
     // the 64 KiB bound, so commit 3 takes the intent log and a synced write.
     for i in 0..1_500u32 {
@@ -323,11 +334,7 @@ fn a_logged_commit_after_deferred_ones_needs_no_separate_wal_sync() {
 #[test]
 fn a_commit_of_sst_files_after_deferred_ones_still_syncs_the_wal() {
     let dir = tempfile::tempdir().expect("tmp");
-    let sync = FollowerSync::Deferred {
-        max_commits: 100,
-        max_delay: std::time::Duration::from_secs(3600),
-        max_row_bytes: reth_hybrid_hybrid::DEFAULT_MAX_DEFERRED_BYTES,
-    };
+    let sync = deferred_with_default_bound();
     let history_row = [0x5au8; 28];
     let db = open_with(dir.path(), None, sync).expect("open");
     commit(&db, 1).expect("commit 1 (deferred)");
@@ -340,15 +347,7 @@ fn a_commit_of_sst_files_after_deferred_ones_still_syncs_the_wal() {
     )
     .expect("history row");
     tx.commit().expect("commit 2 (deferred)");
-    assert_eq!(
-        pending(&db),
-        vec![1, 2],
-        "two deferred commits, not yet synced"
-    );
-
-    fault::arm(dir.path(), FaultPoint::FollowerSync, Fault::Eio);
-    let tx = db.begin_rw().expect("rw");
-    write_commit(&tx, 3);
+    let tx = commit_3_with_the_wal_sync_failing(&db, dir.path());
     tx.clear(reth_hybrid_api::Tables::AccountsHistory)
         .expect("clear a table with rows: the commit is made of SST files");
     let err = tx

@@ -46,11 +46,7 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
     let mut gauges = Vec::new();
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let k = key.key();
-        let labels: Vec<String> = k
-            .labels()
-            .map(|l| format!("{}={}", l.key(), l.value()))
-            .collect();
-        let id = format!("{}{{{}}}", k.name(), labels.join(","));
+        let id = metric_id(k);
         match value {
             DebugValue::Counter(n) => {
                 counters.insert(id, n);
@@ -185,11 +181,7 @@ fn operations_commit_phases_and_engine_gauges_are_recorded() {
     let mut payloads: HashMap<String, Vec<f64>> = HashMap::new();
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let k = key.key();
-        let labels: Vec<String> = k
-            .labels()
-            .map(|l| format!("{}={}", l.key(), l.value()))
-            .collect();
-        let id = format!("{}{{{}}}", k.name(), labels.join(","));
+        let id = metric_id(k);
         match value {
             DebugValue::Counter(n) => {
                 counters.insert(id, n);
@@ -226,18 +218,18 @@ fn counter_value(snapshotter: &Snapshotter, id: &str) -> u64 {
         .snapshot()
         .into_vec()
         .into_iter()
-        .find_map(|(key, _, _, value)| {
-            let k = key.key();
-            let labels: Vec<String> = k
-                .labels()
-                .map(|l| format!("{}={}", l.key(), l.value()))
-                .collect();
-            match value {
-                DebugValue::Counter(n) if format!("{}{{{}}}", k.name(), labels.join(",")) == id => {
-                    Some(n)
-                }
-                _ => None,
-            }
+        .find_map(|(key, _, _, value)| match value {
+            DebugValue::Counter(n) if metric_id(key.key()) == id => Some(n),
+            _ => None,
         })
         .unwrap_or(0)
+}
+
+/// A metric as `name{label=value,...}`, labels in recording order.
+fn metric_id(key: &metrics::Key) -> String {
+    let labels: Vec<String> = key
+        .labels()
+        .map(|l| format!("{}={}", l.key(), l.value()))
+        .collect();
+    format!("{}{{{}}}", key.name(), labels.join(","))
 }
