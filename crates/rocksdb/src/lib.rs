@@ -13,6 +13,7 @@ mod env;
 mod error;
 mod export;
 mod options;
+mod sorted_runs;
 mod spill;
 mod tx;
 mod upstream;
