@@ -154,34 +154,30 @@ fn shape(rocks: &RocksEngine) -> String {
     out
 }
 
+/// Medians of `rounds` runs of `a` and `b`, interleaved.
+fn medians(rounds: usize, mut a: impl FnMut() -> f64, mut b: impl FnMut() -> f64) -> (f64, f64) {
+    let (mut xs, mut ys): (Vec<f64>, Vec<f64>) = (0..rounds).map(|_| (a(), b())).unzip();
+    xs.sort_by(f64::total_cmp);
+    ys.sort_by(f64::total_cmp);
+    (xs[rounds / 2], ys[rounds / 2])
+}
+
 fn side_by_side(label: &str, rocks: &RocksEngine, mdbx: &MdbxEngine, keys: &[(Tables, Vec<u8>)]) {
     run(rocks, &keys[..PER_TX * 20]);
     run(mdbx, &keys[..PER_TX * 20]);
-    let (mut r, mut m) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        r.push(run(rocks, keys));
-        m.push(run(mdbx, keys));
-    }
-    r.sort_by(f64::total_cmp);
-    m.sort_by(f64::total_cmp);
+    let (r, m) = medians(3, || run(rocks, keys), || run(mdbx, keys));
     println!(
-        "{label}: per lookup, median of 3: RocksDB {:.0} ns, MDBX {:.0} ns, RocksDB/MDBX {:.2}x",
-        r[1],
-        m[1],
-        r[1] / m[1]
+        "{label}: per lookup, median of 3: RocksDB {r:.0} ns, MDBX {m:.0} ns, RocksDB/MDBX {:.2}x",
+        r / m
     );
-    let (mut total, mut prefixed) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        total.push(run_native(rocks, keys, false));
-        prefixed.push(run_native(rocks, keys, true));
-    }
-    total.sort_by(f64::total_cmp);
-    prefixed.sort_by(f64::total_cmp);
+    let (total, prefixed) = medians(
+        5,
+        || run_native(rocks, keys, false),
+        || run_native(rocks, keys, true),
+    );
     println!(
-        "{label}: RocksDB's own seek, median of 5 interleaved: total order {:.0} ns, within the prefix first {:.0} ns, ratio {:.2}",
-        total[2],
-        prefixed[2],
-        prefixed[2] / total[2]
+        "{label}: RocksDB's own seek, median of 5 interleaved: total order {total:.0} ns, within the prefix first {prefixed:.0} ns, ratio {:.2}",
+        prefixed / total
     );
     set_perf_stats(PerfStatsLevel::EnableTime);
     let mut ctx = PerfContext::default();
