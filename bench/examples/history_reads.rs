@@ -97,38 +97,6 @@ fn run<E: RawEngine>(e: &E, keys: &[(Tables, Vec<u8>)]) -> f64 {
     start.elapsed().as_nanos() as f64 / keys.len() as f64
 }
 
-/// Mean ns per lookup of RocksDB's own seek, without our layers: one iterator per table, each
-/// lookup a `seek` and a copy of the row. `within_prefix`: seek with `prefix_same_as_start`
-/// first, and in total order only when the prefix has no row at or after the target.
-fn run_native(rocks: &RocksEngine, keys: &[(Tables, Vec<u8>)], within_prefix: bool) -> f64 {
-    let db = rocks.db();
-    let iter = |table: Tables, prefix: bool| {
-        let mut ro = rocksdb::ReadOptions::default();
-        match prefix {
-            true => ro.set_prefix_same_as_start(true),
-            false => ro.set_total_order_seek(true),
-        }
-        db.raw_iterator_cf_opt(rocks.column_family(table), ro)
-    };
-    let mut total = HISTORY.map(|t| iter(t, false));
-    let mut prefixed = HISTORY.map(|t| iter(t, true));
-    let start = Instant::now();
-    for (table, key) in keys {
-        let i = usize::from(*table == Tables::StoragesHistory);
-        let mut row = None;
-        if within_prefix {
-            prefixed[i].seek(key);
-            row = prefixed[i].item().map(|(k, v)| (k.to_vec(), v.to_vec()));
-        }
-        if row.is_none() {
-            total[i].seek(key);
-            row = total[i].item().map(|(k, v)| (k.to_vec(), v.to_vec()));
-        }
-        black_box(row);
-    }
-    start.elapsed().as_nanos() as f64 / keys.len() as f64
-}
-
 fn shape(rocks: &RocksEngine) -> String {
     let mut out = String::new();
     for table in HISTORY {
@@ -169,15 +137,6 @@ fn side_by_side(label: &str, rocks: &RocksEngine, mdbx: &MdbxEngine, keys: &[(Ta
     println!(
         "{label}: per lookup, median of 3: RocksDB {r:.0} ns, MDBX {m:.0} ns, RocksDB/MDBX {:.2}x",
         r / m
-    );
-    let (total, prefixed) = medians(
-        5,
-        || run_native(rocks, keys, false),
-        || run_native(rocks, keys, true),
-    );
-    println!(
-        "{label}: RocksDB's own seek, median of 5 interleaved: total order {total:.0} ns, within the prefix first {prefixed:.0} ns, ratio {:.2}",
-        prefixed / total
     );
     set_perf_stats(PerfStatsLevel::EnableTime);
     let mut ctx = PerfContext::default();

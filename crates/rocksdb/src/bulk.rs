@@ -174,7 +174,6 @@ impl RocksEngine {
         read.set_snapshot(&snapshot);
         read.fill_cache(false);
         read.set_readahead_size(4 << 20);
-        read.set_total_order_seek(true);
         if let Some(k) = up_to {
             // The smallest key after `k` is `k ++ 0x00`: an exclusive bound that includes `k`.
             read.set_iterate_upper_bound([k, &[0u8][..]].concat());

@@ -39,8 +39,6 @@ pub(crate) struct EngineInner {
     /// A read-only open's info log, kept outside the datadir; removed after `db` closes (fields
     /// drop in order).
     _log_dir: Option<LogDir>,
-    /// Whether the history tables' seeks go within their prefix first.
-    sorted_runs: crate::sorted_runs::SortedRuns,
     /// Last: counts the engine as open until `db` has closed.
     _open: OpenEngine,
 }
@@ -119,21 +117,6 @@ impl EngineInner {
         // live on the heap and change only through `create_cf`/`drop_cf` (which take `&mut DB`,
         // never given out), so it stays valid, unmoved, for as long as `self`.
         unsafe { &*self.cfs[table as usize].0 }
-    }
-
-    /// Whether a seek of `table` should first search within its key's prefix: a history table
-    /// with more than one sorted run on disk (`sorted_runs.rs`).
-    pub(crate) fn prefix_seek_pays(&self, table: Tables) -> bool {
-        let slot = match table {
-            Tables::AccountsHistory => 0,
-            Tables::StoragesHistory => 1,
-            _ => return false,
-        };
-        let cfs = [
-            self.cf(Tables::AccountsHistory),
-            self.cf(Tables::StoragesHistory),
-        ];
-        self.sorted_runs.several(slot, &self.db, cfs)
     }
 }
 
@@ -223,7 +206,6 @@ impl RocksEngine {
                 cache,
                 row_cache,
                 _log_dir: log_dir,
-                sorted_runs: crate::sorted_runs::SortedRuns::new(),
                 _open: OpenEngine::new(),
             }),
         })
@@ -468,7 +450,7 @@ const DB_GAUGES: [(&str, &str); 2] = [
 /// RocksDB's statistics tickers worth a rate: where reads were answered (row cache, memtable,
 /// which level), what they paid on the way (block cache misses by block kind, filter checks,
 /// table files opened, iterator seeks) and the background work beside them.
-const TICKER_COUNTERS: [(&str, Ticker); 25] = [
+const TICKER_COUNTERS: [(&str, Ticker); 22] = [
     ("rocksdb_row_cache_hit", Ticker::RowCacheHit),
     ("rocksdb_row_cache_miss", Ticker::RowCacheMiss),
     ("rocksdb_block_cache_index_hit", Ticker::BlockCacheIndexHit),
@@ -503,20 +485,6 @@ const TICKER_COUNTERS: [(&str, Ticker); 25] = [
     ("rocksdb_get_hit_l2_and_up", Ticker::GetHitL2AndUp),
     ("rocksdb_table_file_opens", Ticker::NoFileOpens),
     ("rocksdb_iterator_seeks", Ticker::NumberDbSeek),
-    // Sorted runs a history seek skipped by their prefix filter, and bottom-level checks that
-    // let it in (the price of the check when it skips nothing).
-    (
-        "rocksdb_seek_filtered_upper_levels",
-        Ticker::NonLastLevelSeekFiltered,
-    ),
-    (
-        "rocksdb_seek_filtered_last_level",
-        Ticker::LastLevelSeekFiltered,
-    ),
-    (
-        "rocksdb_seek_filter_matched_last_level",
-        Ticker::LastLevelSeekFilterMatch,
-    ),
     ("rocksdb_stall_micros", Ticker::StallMicros),
     ("rocksdb_compaction_read_bytes", Ticker::CompactReadBytes),
     ("rocksdb_compaction_write_bytes", Ticker::CompactWriteBytes),

@@ -13,7 +13,6 @@ mod env;
 mod error;
 mod export;
 mod options;
-mod sorted_runs;
 mod spill;
 mod tx;
 mod upstream;

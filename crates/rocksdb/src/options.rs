@@ -4,7 +4,6 @@
 use reth_hybrid_api::Tables;
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, DataBlockIndexType, Options,
-    SliceTransform,
 };
 
 /// Engine-wide settings.
@@ -164,18 +163,12 @@ pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
         Tables::AccountsHistory | Tables::StoragesHistory => {
             t.set_block_size(16 << 10);
             t.set_bloom_filter(10.0, false);
-            // The filters hold each key's prefix (`history_prefix`), not the whole key: a seek
-            // checks the prefix, and so does a point lookup (reth asks for an address's last
-            // shard, which exists whenever the address has any), so one entry per address
-            // keeps the filters at today's size rather than twice it.
-            t.set_whole_key_filtering(false);
             t.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
             t.set_partition_filters(true);
             t.set_pin_top_level_index_and_filter(true);
             o.set_compression_type(DBCompressionType::Lz4);
             o.set_bottommost_compression_type(DBCompressionType::Zstd);
             o.set_level_compaction_dynamic_level_bytes(true);
-            o.set_prefix_extractor(history_prefix(table));
         }
         // Random 32-byte hashes, point lookups, values of 8 bytes: compression gains nothing;
         // whole-key bloom lets inserts and misses skip disk.
@@ -207,55 +200,6 @@ pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
     o.set_memtable_whole_key_filtering(true);
     o.set_block_based_table_factory(&t);
     o
-}
-
-/// Bytes of a history key that name what it indexes (the address, or address ++ slot), before
-/// the shard's highest block: the prefix a historical lookup seeks within. `None` for tables
-/// read only by point lookups and scans.
-pub(crate) const fn seek_prefix_len(table: Tables) -> Option<usize> {
-    match table {
-        Tables::AccountsHistory => Some(ACCOUNT_PREFIX),
-        Tables::StoragesHistory => Some(STORAGE_PREFIX),
-        _ => None,
-    }
-}
-
-const ACCOUNT_PREFIX: usize = 20;
-const STORAGE_PREFIX: usize = 52;
-
-/// The history tables' prefix extractor. Its filters hold every SST file's prefixes, so a seek
-/// within one prefix skips the files (and memtables) that lack it: on a node, the recently
-/// flushed level-0 files hold a small share of the addresses, and each would otherwise cost a
-/// full index and data-block search per lookup (docs/benchmarks.md, "The LSM's shape"). Not
-/// RocksDB's fixed-prefix transform: that one reads `len` bytes of any key, and RocksDB applies
-/// it to keys it finds without checking their length; a shorter key here is its own prefix, so
-/// it never matches a full-length one. The name is stored in each SST file: files written
-/// before (or by another extractor) are searched without the prefix filter, never skipped.
-fn history_prefix(table: Tables) -> SliceTransform {
-    fn account(key: &[u8]) -> &[u8] {
-        &key[..key.len().min(ACCOUNT_PREFIX)]
-    }
-    fn storage(key: &[u8]) -> &[u8] {
-        &key[..key.len().min(STORAGE_PREFIX)]
-    }
-    fn account_in_domain(key: &[u8]) -> bool {
-        key.len() >= ACCOUNT_PREFIX
-    }
-    fn storage_in_domain(key: &[u8]) -> bool {
-        key.len() >= STORAGE_PREFIX
-    }
-    match table {
-        Tables::StoragesHistory => SliceTransform::create(
-            &format!("reth_hybrid.history_prefix.{STORAGE_PREFIX}"),
-            storage,
-            Some(storage_in_domain),
-        ),
-        _ => SliceTransform::create(
-            &format!("reth_hybrid.history_prefix.{ACCOUNT_PREFIX}"),
-            account,
-            Some(account_in_domain),
-        ),
-    }
 }
 
 /// Options for SST files built outside the database and ingested into `table`. Ingested files

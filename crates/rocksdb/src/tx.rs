@@ -8,7 +8,6 @@ use crate::{
     env::EngineInner,
     error::RocksError,
     export,
-    options::seek_prefix_len,
     spill::decode_entry,
     view::{
         BaseLast, IterCache, IterPool, Merged, Overlay, OwnedSnapshot, RocksRow, snapshot_last_key,
@@ -446,15 +445,6 @@ impl PairStore for RocksStore {
             }
             None => self.with_view(|view| {
                 if view.snapshot_only() {
-                    // A historical lookup ("first shard >= (address, block)") almost always
-                    // lands within its address: seek there first, past the files without it.
-                    if value.is_empty()
-                        && let Some(len) = seek_prefix_len(self.table).filter(|n| key.len() >= *n)
-                        && self.tx.snap.engine().prefix_seek_pays(self.table)
-                        && let Some(row) = view.ge_within_prefix(key, len)?
-                    {
-                        return Ok(Some(row));
-                    }
                     return view.ge_pair_snapshot(key, value, false);
                 }
                 let found = view.ge(key)?;

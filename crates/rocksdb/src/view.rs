@@ -58,15 +58,6 @@ impl OwnedSnapshot {
         self.snap.raw_iterator_cf_opt(self.engine.cf(table), ro)
     }
 
-    /// An iterator that stays within the seek target's prefix ([`seek_prefix_len`]): a seek
-    /// checks each file's prefix filter first and skips the files without the prefix, and the
-    /// iterator is invalid once the prefix's rows are passed.
-    fn prefix_iter(&self, table: Tables) -> rocksdb::DBRawIteratorWithThreadMode<'_, DB> {
-        let mut ro = ReadOptions::default();
-        ro.set_prefix_same_as_start(true);
-        self.snap.raw_iterator_cf_opt(self.engine.cf(table), ro)
-    }
-
     /// An iterator for one pass over the whole table (a clear's deletes): its blocks are not
     /// kept in the block cache, so a scan of a large table neither grows the process by the
     /// cache's size nor evicts the rows readers use.
@@ -80,11 +71,8 @@ impl OwnedSnapshot {
     /// An iterator whose borrow of this snapshot is erased. Callers keep it only where it is
     /// dropped before this snapshot: per call, in an `IterCache` owned next to the snapshot's
     /// `Arc`, or in the transaction's `IterPool`, declared before the snapshot.
-    fn iter_static(&self, table: Tables, within_prefix: bool) -> SnapIter {
-        let it = match within_prefix {
-            true => self.prefix_iter(table),
-            false => self.iter(table),
-        };
+    fn iter_static(&self, table: Tables) -> SnapIter {
+        let it = self.iter(table);
         // SAFETY: see above; the snapshot (and the DB behind it) outlive every such iterator.
         unsafe { std::mem::transmute::<rocksdb::DBRawIteratorWithThreadMode<'_, DB>, SnapIter>(it) }
     }
@@ -205,9 +193,7 @@ pub(crate) struct IterCache(pub(crate) parking_lot::Mutex<Option<SnapIter>>);
 /// Iterators that a transaction's dropped cursors left, per table, for its next cursors.
 /// Creating a RocksDB iterator (pinning the memtables and a file iterator per level) costs more
 /// than a seek, and reth opens a new cursor for every historical lookup. Owned by the
-/// transaction and declared before its snapshot, so every pooled iterator drops first. Slots
-/// `0..Tables::COUNT` hold total-order iterators, the next ones prefix iterators
-/// (`Merged::ge_within_prefix`).
+/// transaction and declared before its snapshot, so every pooled iterator drops first.
 pub(crate) struct IterPool(Vec<parking_lot::Mutex<Vec<SnapIter>>>);
 
 /// Iterators kept per table: more than the cursors reth holds open on one table at once.
@@ -216,31 +202,19 @@ const POOLED_PER_TABLE: usize = 4;
 impl IterPool {
     pub(crate) fn new() -> Self {
         Self(
-            (0..2 * Tables::COUNT)
+            (0..Tables::COUNT)
                 .map(|_| parking_lot::Mutex::new(Vec::new()))
                 .collect(),
         )
     }
 
-    fn slot(table: Tables, within_prefix: bool) -> usize {
-        table as usize + if within_prefix { Tables::COUNT } else { 0 }
-    }
-
     fn take(&self, table: Tables) -> Option<SnapIter> {
-        self.take_kind(table, false)
-    }
-
-    fn take_kind(&self, table: Tables, within_prefix: bool) -> Option<SnapIter> {
-        self.0[Self::slot(table, within_prefix)].lock().pop()
+        self.0[table as usize].lock().pop()
     }
 
     /// Keeps `it` for the table's next cursor (dropped when the pool is full).
     pub(crate) fn give_back(&self, table: Tables, it: SnapIter) {
-        self.give_back_kind(table, false, it)
-    }
-
-    fn give_back_kind(&self, table: Tables, within_prefix: bool, it: SnapIter) {
-        let mut pool = self.0[Self::slot(table, within_prefix)].lock();
+        let mut pool = self.0[table as usize].lock();
         if pool.len() < POOLED_PER_TABLE {
             pool.push(it);
         }
@@ -404,29 +378,6 @@ impl<'a> Merged<'a> {
         })
     }
 
-    /// First row with a key >= `target` that shares its first `prefix_len` bytes, from the
-    /// snapshot alone; `None` when there is none (the caller then seeks in total order: the
-    /// answer is a row of a later prefix, or none). Files without the prefix are skipped by
-    /// their prefix filters, and the iterator is pooled apart from the cursors' total-order
-    /// ones, which are left where they were.
-    pub(crate) fn ge_within_prefix(
-        &self,
-        target: &[u8],
-        prefix_len: usize,
-    ) -> RawResult<Option<RocksRow>> {
-        debug_assert!(self.snapshot_only() && target.len() >= prefix_len);
-        let mut it = self
-            .pool
-            .take_kind(self.table, true)
-            .unwrap_or_else(|| self.snap.iter_static(self.table, true));
-        it.seek(target);
-        let found = self.check(&it).map(|()| {
-            base_row(&it).filter(|(k, _)| k.get(..prefix_len) == Some(&target[..prefix_len]))
-        });
-        self.pool.give_back_kind(self.table, true, it);
-        found
-    }
-
     /// First row with a key > `target`, from the snapshot alone.
     pub(crate) fn gt_snapshot(&self, target: &[u8]) -> RawResult<Option<RocksRow>> {
         debug_assert!(self.snapshot_only());
@@ -453,7 +404,7 @@ impl<'a> Merged<'a> {
                 empty => empty.insert(
                     self.pool
                         .take(self.table)
-                        .unwrap_or_else(|| self.snap.iter_static(self.table, false)),
+                        .unwrap_or_else(|| self.snap.iter_static(self.table)),
                 ),
             };
             position(it);
@@ -546,7 +497,7 @@ impl<'a> Merged<'a> {
         self.cache
             .and_then(|c| c.0.lock().take())
             .or_else(|| self.pool.take(self.table))
-            .or_else(|| Some(self.snap.iter_static(self.table, false)))
+            .or_else(|| Some(self.snap.iter_static(self.table)))
     }
 
     fn put_back(&self, it: Option<SnapIter>) {
