@@ -4,7 +4,7 @@
 //! hybrid RocksDB (opened read-only); they are written into a fresh RocksDB in the shape a node
 //! leaves (everything in the bottom level, then two flushed level-0 files and a memtable of
 //! rewritten last shards, as persisted blocks leave them), and into a fresh MDBX. It prints the
-//! shape, the per-lookup times side by side, RocksDB's perf context for one pass, and the same
+//! shape, the per-lookup times side by side, RocksDB's perf context over 50 of the transactions, and the same
 //! after a full compaction (what the shape costs).
 //!
 //! `cargo run --profile dev -p reth-hybrid-bench --example history_reads -- <datadir>/hybrid-rocksdb [highest block]`
@@ -159,8 +159,14 @@ fn main() {
     let highest_block: u64 = std::env::args()
         .nth(2)
         .map_or(2000, |b| b.parse().expect("block"));
+    assert!(highest_block > 0, "the highest block must be at least 1");
     let rows = history_rows(&RocksEngine::open_read_only(&source).expect("source"));
     let last = last_shards(&rows);
+    assert!(
+        !last.is_empty(),
+        "{} holds no history rows to look up",
+        source.display()
+    );
     let keys = lookups(&last, highest_block);
     let dir = tempfile::tempdir().expect("tmp");
     let rocks = RocksEngine::open(
