@@ -27,7 +27,9 @@ use reth_hybrid_bench::{
 };
 use reth_hybrid_mdbx::MdbxEngine;
 use std::{
+    collections::HashMap,
     path::{Path, PathBuf},
+    thread::ThreadId,
     time::Instant,
 };
 
@@ -91,16 +93,17 @@ fn raw_copy_of_sources(twin: &Path, out: &Path) -> (f64, u64) {
 }
 
 /// Prints how long each step of the adoption took, and the time between steps (the checks and
-/// opens no step reports) where it is more than a tenth of a second.
+/// opens no step reports) where it is more than a tenth of a second. Steps that run at once (on
+/// other threads) are marked as such and not counted as gaps.
 struct StepTimes {
-    step: std::sync::Mutex<Option<(String, Instant, u64)>>,
+    steps: std::sync::Mutex<HashMap<ThreadId, (String, Instant, u64)>>,
     last_end: std::sync::Mutex<Instant>,
 }
 
 impl StepTimes {
     fn new() -> Self {
         Self {
-            step: Default::default(),
+            steps: Default::default(),
             last_end: std::sync::Mutex::new(Instant::now()),
         }
     }
@@ -108,26 +111,41 @@ impl StepTimes {
 
 impl Progress for StepTimes {
     fn begin(&self, step: &str, _total: Option<u64>) {
+        let mut steps = self.steps.lock().expect("lock");
         let gap = self.last_end.lock().expect("lock").elapsed().as_secs_f64();
-        if gap > 0.1 {
+        if gap > 0.1 && steps.is_empty() {
             eprintln!("  (between steps, before \"{step}\": {gap:.2} s)");
         }
-        *self.step.lock().expect("lock") = Some((step.to_string(), Instant::now(), 0));
+        steps.insert(
+            std::thread::current().id(),
+            (step.to_string(), Instant::now(), 0),
+        );
     }
     fn advance(&self, rows: u64) {
-        if let Some(s) = self.step.lock().expect("lock").as_mut() {
+        if let Some(s) = self
+            .steps
+            .lock()
+            .expect("lock")
+            .get_mut(&std::thread::current().id())
+        {
             s.2 += rows;
         }
     }
     fn end(&self) {
-        if let Some((step, t, rows)) = self.step.lock().expect("lock").take() {
+        let mut steps = self.steps.lock().expect("lock");
+        if let Some((step, t, rows)) = steps.remove(&std::thread::current().id()) {
             *self.last_end.lock().expect("lock") = Instant::now();
             let secs = t.elapsed().as_secs_f64();
+            let beside = if steps.is_empty() {
+                ""
+            } else {
+                " [beside another step]"
+            };
             if rows == 0 {
-                eprintln!("  {step}: {secs:.2} s");
+                eprintln!("  {step}: {secs:.2} s{beside}");
             } else {
                 eprintln!(
-                    "  {step}: {secs:.2} s ({rows} rows or blocks, {:.0}/s)",
+                    "  {step}: {secs:.2} s ({rows} rows or blocks, {:.0}/s){beside}",
                     rows as f64 / secs.max(1e-9)
                 );
             }

@@ -1,21 +1,28 @@
 //! Progress bars (indicatif) for the library's long steps: rows/s and ETA when the total is
 //! known, a spinner otherwise. Hidden for `--json` and when stderr is not a terminal.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 use reth_hybrid_migrate::Progress;
+use std::{collections::HashMap, thread::ThreadId, time::Instant};
 
+/// One bar per thread's current step (steps may run at once, see [`Progress`]).
 #[derive(Debug)]
 pub struct Bars {
-    current: Mutex<Option<(ProgressBar, std::time::Instant, String)>>,
-    hidden: bool,
+    bars: MultiProgress,
+    current: Mutex<HashMap<ThreadId, (ProgressBar, Instant, String)>>,
 }
 
 impl Bars {
     pub fn new(hidden: bool) -> Self {
+        let target = if hidden {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        };
         Self {
-            current: Mutex::new(None),
-            hidden,
+            bars: MultiProgress::with_draw_target(target),
+            current: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -34,25 +41,31 @@ impl Progress for Bars {
                 ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("template"),
             ),
         };
-        if self.hidden {
-            bar.set_draw_target(ProgressDrawTarget::hidden());
-        } else {
-            bar.set_draw_target(ProgressDrawTarget::stderr());
+        let bar = self.bars.add(bar);
+        if !self.bars.is_hidden() {
             bar.enable_steady_tick(std::time::Duration::from_millis(200));
         }
         bar.set_message(step.to_string());
-        *self.current.lock() = Some((bar, std::time::Instant::now(), step.to_string()));
+        let previous = self.current.lock().insert(
+            std::thread::current().id(),
+            (bar, Instant::now(), step.to_string()),
+        );
+        if let Some((bar, ..)) = previous {
+            bar.finish_and_clear();
+        }
     }
 
     fn advance(&self, rows: u64) {
-        if let Some((bar, ..)) = &*self.current.lock() {
+        if let Some((bar, ..)) = self.current.lock().get(&std::thread::current().id()) {
             bar.inc(rows);
         }
     }
 
     fn end(&self) {
-        if let Some((bar, started, step)) = self.current.lock().take() {
+        let ended = self.current.lock().remove(&std::thread::current().id());
+        if let Some((bar, started, step)) = ended {
             bar.finish_and_clear();
+            self.bars.remove(&bar);
             tracing::info!(
                 step,
                 rows = bar.position(),

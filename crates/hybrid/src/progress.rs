@@ -2,12 +2,16 @@
 //! progress bars, the node logs them, tests ignore them.
 
 /// Receives the progress of long steps (copies, verifications, scans).
+///
+/// Steps may run at once on different threads (adoption ingests reth's RocksDB tables while it
+/// copies the static files): each thread's `advance` and `end` are about the step that thread
+/// began, so an implementation keeps one current step per thread.
 pub trait Progress: Sync {
-    /// A step starts; `total` rows when known (estimates are fine).
+    /// A step starts on this thread; `total` rows when known (estimates are fine).
     fn begin(&self, step: &str, total: Option<u64>);
-    /// `rows` more rows done in the current step.
+    /// `rows` more rows done in this thread's current step.
     fn advance(&self, rows: u64);
-    /// The current step ended.
+    /// This thread's current step ended.
     fn end(&self);
 }
 

@@ -21,8 +21,10 @@ use reth_provider::{
 };
 use reth_static_file_types::StaticFileSegment;
 use std::{
+    collections::HashMap,
     path::PathBuf,
     sync::Mutex,
+    thread::ThreadId,
     time::{Duration, Instant},
 };
 use tracing::info;
@@ -220,34 +222,63 @@ impl MdbxOpener for RethOpener {
 }
 
 /// Logs each step and its rows every ten seconds (the node's logs are where operators look).
+/// Adoption runs two steps at once (reth's RocksDB tables ingested beside the static files'
+/// copy), each on its own thread: one current step per thread.
 #[derive(Default)]
 struct LogProgress {
-    step: Mutex<(String, Option<u64>, u64, Option<Instant>, Option<Instant>)>,
+    steps: Mutex<HashMap<ThreadId, LogStep>>,
+}
+
+struct LogStep {
+    name: String,
+    total: Option<u64>,
+    done: u64,
+    started: Instant,
+    logged: Instant,
 }
 
 impl Progress for LogProgress {
     fn begin(&self, step: &str, total: Option<u64>) {
         let now = Instant::now();
-        *self.step.lock().expect("progress lock") =
-            (step.to_string(), total, 0, Some(now), Some(now));
+        self.steps.lock().expect("progress lock").insert(
+            std::thread::current().id(),
+            LogStep {
+                name: step.to_string(),
+                total,
+                done: 0,
+                started: now,
+                logged: now,
+            },
+        );
         info!(target: "reth::cli", step, ?total, "adopt: started");
     }
     fn advance(&self, rows: u64) {
-        let mut s = self.step.lock().expect("progress lock");
-        s.2 += rows;
-        if s.4.is_some_and(|t| t.elapsed() > Duration::from_secs(10)) {
-            s.4 = Some(Instant::now());
-            let rate = s.2 as f64 / s.3.map_or(1.0, |t| t.elapsed().as_secs_f64().max(1e-3));
-            let eta =
-                s.1.filter(|_| rate > 0.0)
-                    .map(|total| humantime_secs(total.saturating_sub(s.2) as f64 / rate));
-            info!(target: "reth::cli", step = %s.0, done = s.2, total = ?s.1, per_second = rate as u64, eta = eta.as_deref().unwrap_or("unknown"), "adopt: progress");
+        let mut steps = self.steps.lock().expect("progress lock");
+        let Some(s) = steps.get_mut(&std::thread::current().id()) else {
+            return;
+        };
+        s.done += rows;
+        if s.logged.elapsed() > Duration::from_secs(10) {
+            s.logged = Instant::now();
+            let rate = s.done as f64 / s.started.elapsed().as_secs_f64().max(1e-3);
+            let eta = s
+                .total
+                .filter(|_| rate > 0.0)
+                .map(|total| humantime_secs(total.saturating_sub(s.done) as f64 / rate));
+            info!(target: "reth::cli", step = %s.name, done = s.done, total = ?s.total, per_second = rate as u64, eta = eta.as_deref().unwrap_or("unknown"), "adopt: progress");
         }
     }
     fn end(&self) {
-        let s = self.step.lock().expect("progress lock");
-        let secs = s.3.map_or(0.0, |t| t.elapsed().as_secs_f64());
-        info!(target: "reth::cli", step = %s.0, done = s.2, seconds = secs, "adopt: finished");
+        let Some(s) = self
+            .steps
+            .lock()
+            .expect("progress lock")
+            .remove(&std::thread::current().id())
+        else {
+            return;
+        };
+        let secs = s.started.elapsed().as_secs_f64();
+        info!(target: "reth::cli", step = %s.name, done = s.done, seconds = secs, "adopt: finished");
     }
 }
 
