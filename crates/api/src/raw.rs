@@ -203,6 +203,15 @@ pub trait RawCursorMut: RawCursor {
     /// Adds a duplicate to `key`; fails with `KEY_MISMATCH` unless `value` sorts after the last
     /// duplicate **of that key** (the key itself may be anywhere in the table).
     fn append_dup(&mut self, key: &[u8], value: &[u8]) -> RawResult<()>;
+    /// Adds a row the caller knows sorts after every row of the table (a copy of sorted rows):
+    /// its key is >= the table's last key and, for that key, its value sorts after the last
+    /// duplicate. An engine may rely on it: MDBX then skips the search for the key and fills
+    /// pages before it splits them (`MDBX_APPEND | MDBX_APPENDDUP`), and refuses a row that does
+    /// not sort last with `KEY_MISMATCH`, changing nothing. Engines without such a path take it
+    /// as [`RawCursorMut::append_dup`], which refuses only a value out of its key's order.
+    fn append_last(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.append_dup(key, value)
+    }
     /// Deletes the row under the cursor; the next `next()` returns the row after it.
     fn delete_current(&mut self) -> RawResult<()>;
     /// Deletes every duplicate of the current key.

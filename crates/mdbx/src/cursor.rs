@@ -225,6 +225,15 @@ impl RawCursorMut for MdbxCursor {
         )
     }
 
+    fn append_last(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.put(
+            key,
+            value,
+            ffi::MDBX_APPEND | ffi::MDBX_APPENDDUP,
+            DatabaseWriteOperation::CursorAppendDup,
+        )
+    }
+
     fn delete_current(&mut self) -> RawResult<()> {
         self.del(ffi::MDBX_CURRENT)
     }

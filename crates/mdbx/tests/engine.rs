@@ -5,7 +5,7 @@ use reth_hybrid_api::{
     DbCursorRO, DbCursorRW, DbDupCursorRO, DbTx, DbTxMut, Tables,
     error::codes,
     models::{Address, B256, StorageEntry, U256},
-    raw::{RawEngine, RawTx},
+    raw::{RawCursorMut, RawEngine, RawTx, RawTxMut},
     tables::{CanonicalHeaders, PlainStorageState},
     typed::{Database, TypedDatabase},
 };
@@ -346,4 +346,30 @@ proptest::proptest! {
             proptest::prop_assert_eq!(&got, &expected, "{}", table);
         }
     }
+}
+
+/// MDBX relies on `append_last`'s promise (`MDBX_APPEND | MDBX_APPENDDUP`): a row whose key sorts
+/// below the table's last key is refused with `KEY_MISMATCH` and changes nothing, where
+/// `append_dup` would add it.
+#[test]
+fn append_last_refuses_a_key_below_the_last() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let engine = MdbxEngine::open(
+        dir.path(),
+        MdbxOptions::create().with_geometry(Geometry::SMALL),
+    )
+    .expect("create");
+    let table = Tables::PlainStorageState;
+    let (low, high) = (vec![1u8; 20], vec![3u8; 20]);
+    let tx = engine.begin_rw().expect("rw");
+    let mut c = tx.cursor_mut(table).expect("cursor");
+    c.append_last(&high, &[0x0b]).expect("into an empty table");
+    let err = c
+        .append_last(&low, &[0x0f])
+        .expect_err("below the last key");
+    assert_eq!(err.code(), Some(codes::KEY_MISMATCH), "{err}");
+    assert_eq!(tx.entries(table).expect("entries"), 1, "nothing added");
+    c.append_dup(&low, &[0x0f])
+        .expect("append_dup adds a key anywhere");
+    assert_eq!(tx.entries(table).expect("entries"), 2);
 }

@@ -403,6 +403,14 @@ impl RawCursorMut for RethCursor<RW> {
             DatabaseWriteOperation::CursorAppendDup,
         )
     }
+    fn append_last(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.put_with(
+            key,
+            value,
+            WriteFlags::APPEND | WriteFlags::APPEND_DUP,
+            DatabaseWriteOperation::CursorAppendDup,
+        )
+    }
     fn delete_current(&mut self) -> RawResult<()> {
         let table = self.table;
         self.cursor

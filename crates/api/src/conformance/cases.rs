@@ -259,6 +259,25 @@ pub fn append_dup_checks_only_the_keys_own_duplicates<E: RawEngine>(e: &E) {
     assert_eq!(tx.entries(DUP).expect("entries"), 6);
 }
 
+/// What every engine does with `append_last`: rows that sort last are added, a value out of its
+/// key's order is refused. (MDBX also refuses a key below the table's last; its own tests.)
+pub fn append_last_adds_rows_that_sort_last<E: RawEngine>(e: &E) {
+    dup_rows(e);
+    let tx = e.begin_rw().expect("rw");
+    let mut c = tx.cursor_mut(DUP).expect("c");
+    c.append_last(&dk(3), &[0x0e])
+        .expect("the last key, after its last duplicate");
+    c.append_last(&dk(4), &[0x01]).expect("a new last key");
+    c.append_last(&dk(4), &[0x02])
+        .expect("and its next duplicate");
+    assert_eq!(code(c.append_last(&dk(4), &[0x00])), codes::KEY_MISMATCH);
+    assert_eq!(tx.entries(DUP).expect("entries"), 7);
+    let mut r = tx.cursor(DUP).expect("c");
+    assert_eq!(r.last().expect("last"), pair(dk(4), &[0x02]));
+    assert_eq!(r.prev().expect("prev"), pair(dk(4), &[0x01]));
+    assert_eq!(r.prev().expect("prev"), pair(dk(3), &[0x0e]));
+}
+
 pub fn insert_existing_fails_and_positions_on_existing<E: RawEngine>(e: &E) {
     plain_246(e);
     let tx = e.begin_rw().expect("rw");

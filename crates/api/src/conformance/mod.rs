@@ -71,6 +71,7 @@ macro_rules! conformance_suite {
                 delete_current_duplicates_removes_every_value_of_key,
                 append_out_of_order_fails_with_key_mismatch,
                 append_dup_checks_only_the_keys_own_duplicates,
+                append_last_adds_rows_that_sort_last,
                 insert_existing_fails_and_positions_on_existing,
                 delete_with_value_removes_exactly_that_duplicate,
                 write_transaction_reads_its_own_writes,

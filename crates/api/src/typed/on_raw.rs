@@ -447,6 +447,15 @@ impl<T: Table, C: RawCursorMut> DbCursorRW<T> for TypedCursor<T, C> {
     }
 }
 
+impl<T: DupSort, C: RawCursorMut> TypedCursor<T, C> {
+    /// [`RawCursorMut::append_last`]: a row the caller knows sorts after every row of the table
+    /// (not one of reth's trait methods; adoption's copies of sorted rows use it).
+    pub fn append_last(&mut self, key: T::Key, value: T::Value) -> Result<(), DatabaseError> {
+        self.raw
+            .append_last(key.encode().as_ref(), &compress_to_vec(&value))
+    }
+}
+
 impl<T: DupSort, C: RawCursorMut> DbDupCursorRW<T> for TypedCursor<T, C> {
     fn delete_current_duplicates(&mut self) -> Result<(), DatabaseError> {
         self.raw.delete_current_duplicates()
