@@ -70,6 +70,12 @@ pub enum AdoptError {
         source_rows: u64,
         target_rows: u64,
     },
+    /// A copy stopped because the one running beside it failed; never the error reported.
+    #[error(
+        "the copy stopped because the one beside it failed; nothing was switched, and a rerun \
+         resumes both"
+    )]
+    StoppedBeside,
     #[error(
         "{table} holds {mdbx} rows for block {block} after the copy, where the static files \
          record {files}. Nothing was switched: the datadir is still a working v2 datadir. Report \

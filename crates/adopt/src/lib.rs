@@ -52,6 +52,7 @@ use serde::{Deserialize, Serialize};
 use static_files::{StaticRows, V2StaticFiles, copy_static_files};
 use std::{
     path::{Path, PathBuf},
+    sync::atomic::{AtomicBool, Ordering},
     time::Instant,
 };
 use trie::{TrieRows, convert_tries};
@@ -523,6 +524,12 @@ pub fn adopt<O: MdbxOpener>(
             let upstream = UpstreamRocksDb::open_read_only(&dd.upstream_rocksdb())?
                 .ok_or_else(|| no_upstream_rocksdb(&dd))?;
             let limits = head_limits(&mdbx.begin_ro()?, report.head)?;
+            let copy_static = |stop: &AtomicBool| -> Result<StaticRows, AdoptError> {
+                let rows = copy_static_files(&db, source, report.head, stop, progress)?;
+                use reth_hybrid_api::Database;
+                verify::changeset_counts_match(&db.tx()?, source, report.head, progress)?;
+                Ok(rows)
+            };
             // Where the history indices are once copied: the plain state's preimages.
             let rocks = match target {
                 AdoptTarget::V1 => {
@@ -530,30 +537,60 @@ pub fn adopt<O: MdbxOpener>(
                         let rows = copy_upstream_table(&upstream, &mdbx, table, limits, progress)?;
                         report.upstream_rows.push((table, rows));
                     }
+                    drop(upstream);
+                    report.static_rows = copy_static(&AtomicBool::new(false))?;
                     None
                 }
                 AdoptTarget::Hybrid => {
                     let rocks = RocksEngine::open_in_datadir_for_bulk(&dd.root)?;
-                    for table in UPSTREAM_TABLES {
-                        let rows = ingest_upstream_table(
-                            &upstream,
-                            &rocks,
-                            &dd.staging(),
-                            table,
-                            limits,
-                            progress,
-                        )?;
-                        report.upstream_rows.push((table, rows));
+                    // Two engines, two writers: reth's RocksDB tables are ingested on a thread
+                    // of their own while this one copies the static files into MDBX. Each copy
+                    // resumes on its own, so a kill leaves both resumable; a copy that fails
+                    // stops the other at its next commit or file, and its error is the one
+                    // reported.
+                    let stop = AtomicBool::new(false);
+                    let failed = |e: AdoptError| {
+                        stop.store(true, Ordering::Relaxed);
+                        e
+                    };
+                    let (ingested, copied) = std::thread::scope(|scope| {
+                        let ingest = scope.spawn(|| {
+                            UPSTREAM_TABLES
+                                .into_iter()
+                                .map(|table| {
+                                    ingest_upstream_table(
+                                        &upstream,
+                                        &rocks,
+                                        &dd.staging(),
+                                        table,
+                                        limits,
+                                        &stop,
+                                        progress,
+                                    )
+                                    .map(|rows| (table, rows))
+                                })
+                                .collect::<Result<Vec<_>, AdoptError>>()
+                                .map_err(failed)
+                        });
+                        let copied = copy_static(&stop).map_err(failed);
+                        (
+                            ingest.join().expect("the ingestion thread panicked"),
+                            copied,
+                        )
+                    });
+                    match (ingested, copied) {
+                        (Ok(ingested), Ok(copied)) => {
+                            report.upstream_rows = ingested;
+                            report.static_rows = copied;
+                        }
+                        (Err(AdoptError::StoppedBeside), Err(e)) | (Err(e), _) | (_, Err(e)) => {
+                            return Err(e);
+                        }
                     }
+                    drop(upstream);
                     Some(rocks)
                 }
             };
-            drop(upstream);
-            report.static_rows = copy_static_files(&db, source, report.head, progress)?;
-            {
-                use reth_hybrid_api::Database;
-                verify::changeset_counts_match(&db.tx()?, source, report.head, progress)?;
-            }
             report.plain = match &rocks {
                 None => rebuild_plain_state(&mdbx, &mdbx, progress)?,
                 Some(rocks) => rebuild_plain_state(&mdbx, rocks, progress)?,

@@ -6,12 +6,13 @@
 use crate::error::AdoptError;
 use alloy_primitives::{Address, B256};
 use reth_hybrid_api::{
-    Database, DbCursorRO, DbCursorRW, DbDupCursorRW, DbTx, DbTxMut,
+    Database, DbCursorRO, DbCursorRW, DbTx, DbTxMut,
     models::{AccountBeforeTx, BlockNumberAddress, StorageEntry},
     raw::RawEngine,
     tables,
     typed::TypedDatabase,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An error from the caller's static-file reader.
 pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
@@ -102,10 +103,13 @@ struct BlockRows {
 /// Copies changesets and senders of blocks `0..=tip` from `source` into MDBX. A second thread
 /// reads the static files (reth's decompress and decode) while this one writes MDBX; the writes
 /// and their commits are the same as one thread's, so a kill leaves whole blocks either way.
+/// `stop` set (by a copy running beside this one that failed) ends it at its next commit with
+/// [`AdoptError::StoppedBeside`].
 pub fn copy_static_files<E: RawEngine>(
     db: &TypedDatabase<E>,
     source: &dyn V2StaticFiles,
     tip: u64,
+    stop: &AtomicBool,
     progress: &dyn crate::Progress,
 ) -> Result<StaticRows, AdoptError> {
     let start = resume_block(db)?;
@@ -118,7 +122,7 @@ pub fn copy_static_files<E: RawEngine>(
         let (send, receive) = std::sync::mpsc::sync_channel(READ_AHEAD_BLOCKS);
         let reader = scope.spawn(move || read_blocks(db, source, start, tip, &send));
         // The writer returns (dropping `receive`) on its first error, which stops the reader.
-        let written = write_blocks(db, &receive, start, tip, progress);
+        let written = write_blocks(db, &receive, start, tip, stop, progress);
         drop(receive);
         let read = reader
             .join()
@@ -195,10 +199,14 @@ fn write_blocks<E: RawEngine>(
     receive: &std::sync::mpsc::Receiver<Result<BlockRows, AdoptError>>,
     start: u64,
     tip: u64,
+    stop: &AtomicBool,
     progress: &dyn crate::Progress,
 ) -> Result<(), AdoptError> {
     let mut block = start;
     while block <= tip {
+        if stop.load(Ordering::Relaxed) {
+            return Err(AdoptError::StoppedBeside);
+        }
         let last = (block + BLOCKS_PER_COMMIT - 1).min(tip);
         let tx = db.tx_mut()?;
         {
@@ -213,11 +221,13 @@ fn write_blocks<E: RawEngine>(
                     source: "the reader stopped early".into(),
                 })??;
                 debug_assert_eq!(rows.block, b, "blocks arrive in order");
+                // The rows sort after everything copied before them (blocks in order, each
+                // block's rows as reth sorts them), so they go at each table's end.
                 for entry in rows.accounts {
-                    accounts.append_dup(b, entry)?;
+                    accounts.append_last(b, entry)?;
                 }
                 for (address, entry) in rows.storage {
-                    storage.append_dup(BlockNumberAddress((b, address)), entry)?;
+                    storage.append_last(BlockNumberAddress((b, address)), entry)?;
                 }
                 if let Some((first, senders)) = rows.senders {
                     for (tx_num, sender) in (first..).zip(senders) {

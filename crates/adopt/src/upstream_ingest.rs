@@ -16,7 +16,10 @@ use reth_hybrid_hybrid::{
     row_feed::{self, RowSink},
 };
 use reth_hybrid_rocksdb::{RocksEngine, UpstreamRocksDb};
-use std::path::Path;
+use std::{
+    path::Path,
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 /// Rows per SST file: one ingestion each, and what a resumed run may copy again at most.
 const ROWS_PER_FILE: u64 = 4_000_000;
@@ -24,13 +27,16 @@ const ROWS_PER_FILE: u64 = 4_000_000;
 /// Copies `table` from reth's RocksDB into `rocks` through SST files written in `staging` (a
 /// folder of the caller's, created if missing), resuming after the table's last row, then
 /// checks both sides hold the same rows. Returns the table's rows. A row past the head
-/// ([`HeadLimits`]) stops the copy before the file that holds it is ingested.
+/// ([`HeadLimits`]) stops the copy before the file that holds it is ingested. `stop` set (by a
+/// copy running beside this one that failed) ends it before its next file with
+/// [`AdoptError::StoppedBeside`].
 pub fn ingest_upstream_table(
     upstream: &UpstreamRocksDb,
     rocks: &RocksEngine,
     staging: &Path,
     table: Tables,
     limits: HeadLimits,
+    stop: &AtomicBool,
     progress: &dyn crate::Progress,
 ) -> Result<u64, AdoptError> {
     progress.begin(
@@ -60,6 +66,9 @@ pub fn ingest_upstream_table(
             })
         });
         for file_number in 0u64.. {
+            if stop.load(Ordering::Relaxed) {
+                return Err(AdoptError::StoppedBeside);
+            }
             let path = staging.join(format!("{}-{file_number:06}.sst", table.name()));
             // A name left by a run killed inside an ingestion can still be a hard link to a
             // live SST file of the table: writing through it (RocksDB opens with O_TRUNC) would

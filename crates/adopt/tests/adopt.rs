@@ -781,10 +781,15 @@ fn a_v2_datadir_adopted_to_the_hybrid_equals_its_v1_twin_migrated() {
 fn a_hybrid_adoption_keeps_its_target_and_restages_its_rocksdb() {
     let (_v1, expected, v2, mut files) = v1_and_v2_twin(2, 8);
     files.fail_at = Some(150);
-    adopt(v2.path(), &files, AdoptTarget::Hybrid).expect_err("interrupted");
+    // The static files fail while reth's RocksDB tables are ingested beside them: their error is
+    // the one reported, and the ingestion stops at its next file (how far it got is a race).
+    let err = adopt(v2.path(), &files, AdoptTarget::Hybrid).expect_err("interrupted");
+    assert!(matches!(err, AdoptError::StaticFiles { .. }), "{err}");
     assert!(
-        common::counts(v2.path(), Tables::TransactionHashNumbers).1 > 0,
-        "staged in hybrid-rocksdb"
+        reth_hybrid_rocksdb::is_initialized(
+            &v2.path().join(reth_hybrid_rocksdb::HYBRID_ROCKSDB_DIR)
+        ),
+        "hybrid-rocksdb made"
     );
     files.fail_at = None;
     let before = common::files(v2.path());
@@ -1187,7 +1192,7 @@ fn adoption_child() {
 /// Crash points in the order adoption reaches them, with how many times each is passed on a
 /// twin of scale 2 (the copies commit every 200,000 / 1,000 blocks / 100,000 rows: once here).
 /// The hybrid target passes `AdoptIngestAfterFile` (one file per table here) instead of
-/// `AdoptCopyAfterCommit`.
+/// `AdoptCopyAfterCommit`, on a thread of its own beside `AdoptStaticAfterCommit`.
 const ADOPT_POINTS: [(&str, u64); 7] = [
     ("AdoptAfterStateWrite", 1),
     ("AdoptCopyAfterCommit", 3),
@@ -1318,19 +1323,26 @@ fn killed_at_every_step(target: AdoptTarget) {
         );
     };
 
-    // Every point on one datadir, in order.
+    // Every point on one datadir, in order. The hybrid target ingests reth's RocksDB tables
+    // while it copies the static files, so those two copies' points come in no fixed order:
+    // this run is killed at the ingestion's last one only (the static copy may be done by
+    // then, or not); each point alone is covered below.
+    let in_turn: Vec<(&str, u64)> = points
+        .into_iter()
+        .filter(|(point, _)| target == AdoptTarget::V1 || *point != "AdoptStaticAfterCommit")
+        .collect();
     let work = tempfile::tempdir().expect("tmp");
     let dir = work.path().join("all");
     common::copy_tree(template.path(), &dir);
     let mut kills = 0;
-    for (point, passes) in points {
+    for (point, passes) in &in_turn {
         if run(&dir, Some(format!("{point}:{passes}"))) {
             kills += 1;
         }
     }
     assert!(!run(&dir, None), "the last run finishes");
     finished(&dir, "killed at every point in turn");
-    assert_eq!(kills, points.len(), "every point was reached and killed");
+    assert_eq!(kills, in_turn.len(), "every point was reached and killed");
 
     // Each point alone, on a fresh copy: what stock reth would find, then the rerun.
     for (point, passes) in points {
