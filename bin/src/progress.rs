@@ -52,6 +52,7 @@ impl Progress for Bars {
         );
         if let Some((bar, ..)) = previous {
             bar.finish_and_clear();
+            self.bars.remove(&bar);
         }
     }
 

@@ -527,7 +527,7 @@ pub fn adopt<O: MdbxOpener>(
             let copy_static = |stop: &AtomicBool| -> Result<StaticRows, AdoptError> {
                 let rows = copy_static_files(&db, source, report.head, stop, progress)?;
                 use reth_hybrid_api::Database;
-                verify::changeset_counts_match(&db.tx()?, source, report.head, progress)?;
+                verify::changeset_counts_match(&db.tx()?, source, report.head, stop, progress)?;
                 Ok(rows)
             };
             // Where the history indices are once copied: the plain state's preimages.
@@ -555,6 +555,7 @@ pub fn adopt<O: MdbxOpener>(
                     };
                     let (ingested, copied) = std::thread::scope(|scope| {
                         let ingest = scope.spawn(|| {
+                            let _panics = StopOnPanic(&stop);
                             UPSTREAM_TABLES
                                 .into_iter()
                                 .map(|table| {
@@ -572,7 +573,10 @@ pub fn adopt<O: MdbxOpener>(
                                 .collect::<Result<Vec<_>, AdoptError>>()
                                 .map_err(failed)
                         });
-                        let copied = copy_static(&stop).map_err(failed);
+                        let copied = {
+                            let _panics = StopOnPanic(&stop);
+                            copy_static(&stop).map_err(failed)
+                        };
                         (
                             ingest.join().expect("the ingestion thread panicked"),
                             copied,
@@ -631,6 +635,18 @@ pub fn adopt<O: MdbxOpener>(
     remove_durably(&dd.state_file()).map_err(io(&dd.state_file()))?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Sets its flag when dropped by a panic: the copy beside a panicking one stops instead of
+/// running to its end before the panic is seen.
+struct StopOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// What [`abandon`] undid.

@@ -6,7 +6,8 @@
 use crate::error::AdoptError;
 use alloy_primitives::{Address, B256};
 use reth_hybrid_api::{
-    Database, DbCursorRO, DbCursorRW, DbTx, DbTxMut,
+    Database, DatabaseError, DbCursorRO, DbCursorRW, DbTx, DbTxMut,
+    error::codes,
     models::{AccountBeforeTx, BlockNumberAddress, StorageEntry},
     raw::RawEngine,
     tables,
@@ -58,6 +59,25 @@ fn source_err(what: &str, block: u64) -> impl FnOnce(SourceError) -> AdoptError 
     move |source| AdoptError::StaticFiles {
         what: format!("{what} of block {block}"),
         source,
+    }
+}
+
+/// A row refused as not sorting last (`KEY_MISMATCH`): the static files handed a block's rows
+/// out of reth's order, which the error says with the block; other errors pass as they are.
+fn out_of_order(what: &str, block: u64) -> impl FnOnce(DatabaseError) -> AdoptError + '_ {
+    move |e| {
+        if e.code() == Some(codes::KEY_MISMATCH) {
+            AdoptError::StaticFiles {
+                what: format!("{what} of block {block}"),
+                source: format!(
+                    "a row out of reth's order (by address, then slot) or a repeated row ({e}); \
+                     nothing was switched and the datadir is still a working v2 datadir"
+                )
+                .into(),
+            }
+        } else {
+            e.into()
+        }
     }
 }
 
@@ -224,10 +244,14 @@ fn write_blocks<E: RawEngine>(
                 // The rows sort after everything copied before them (blocks in order, each
                 // block's rows as reth sorts them), so they go at each table's end.
                 for entry in rows.accounts {
-                    accounts.append_last(b, entry)?;
+                    accounts
+                        .append_last(b, entry)
+                        .map_err(out_of_order("account changesets", b))?;
                 }
                 for (address, entry) in rows.storage {
-                    storage.append_last(BlockNumberAddress((b, address)), entry)?;
+                    storage
+                        .append_last(BlockNumberAddress((b, address)), entry)
+                        .map_err(out_of_order("storage changesets", b))?;
                 }
                 if let Some((first, senders)) = rows.senders {
                     for (tx_num, sender) in (first..).zip(senders) {

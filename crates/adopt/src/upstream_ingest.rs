@@ -115,7 +115,7 @@ pub fn ingest_upstream_table(
         Ok(())
     })?;
     progress.end();
-    check_copy(upstream, rocks, table, source, progress)
+    check_copy(upstream, rocks, table, source, stop, progress)
 }
 
 /// Both sides' rows and checksums. The source is read again only when this run did not copy it
@@ -126,17 +126,20 @@ fn check_copy(
     rocks: &RocksEngine,
     table: Tables,
     source: Option<TableDigest>,
+    stop: &AtomicBool,
     progress: &dyn crate::Progress,
 ) -> Result<u64, AdoptError> {
     progress.begin(
         &format!("{table} in hybrid-rocksdb checked against reth's RocksDB"),
         None,
     );
+    // Checked every 64Ki rows: a copy beside this one that failed ends the scan early.
+    let go_on = |rows: u64| !rows.is_multiple_of(65_536) || !stop.load(Ordering::Relaxed);
     let copy_digest = || -> Result<TableDigest, AdoptError> {
         let mut digest = TableDigest::default();
         rocks.scan_table(table, None, |k, v| {
             digest.add(k, v);
-            Ok(true)
+            Ok(go_on(digest.rows))
         })?;
         Ok(digest)
     };
@@ -147,13 +150,16 @@ fn check_copy(
             let mut source = TableDigest::default();
             let read = upstream.for_each_row::<AdoptError>(table, None, |k, v| {
                 source.add(k, v);
-                Ok(true)
+                Ok(go_on(source.rows))
             });
             let copy = copy.join().expect("the checksum thread panicked");
             read.map(|()| source).and_then(|s| Ok((s, copy?)))
         })?,
     };
     progress.end();
+    if stop.load(Ordering::Relaxed) {
+        return Err(AdoptError::StoppedBeside);
+    }
     if source != copy {
         rocks.clear_table(table)?;
         return Err(AdoptError::IngestMismatch {

@@ -21,6 +21,7 @@ use reth_hybrid_api::{
     tables,
     typed::TypedTx,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A branch node of the state's tries as a full rebuild from the hashed state derives it: the
 /// nodes reth stores (it leaves out each trie's root, whose hash the parent or header holds).
@@ -252,11 +253,14 @@ fn key_hex(packed: &[u8; PackedStoredNibbles::LEN]) -> String {
     }
 }
 
-/// Each block's changeset rows in MDBX, for `0..=tip`, against the static files' counts.
+/// Each block's changeset rows in MDBX, for `0..=tip`, against the static files' counts. `stop`
+/// set (by a copy running beside this check that failed) ends it with
+/// [`AdoptError::StoppedBeside`].
 pub fn changeset_counts_match<T: DbTx>(
     tx: &T,
     source: &dyn V2StaticFiles,
     tip: u64,
+    stop: &AtomicBool,
     progress: &dyn crate::Progress,
 ) -> Result<(), AdoptError> {
     progress.begin(
@@ -270,6 +274,9 @@ pub fn changeset_counts_match<T: DbTx>(
         .first()?
         .map(|(key, _): (BlockNumberAddress, _)| key.block_number());
     for block in 0..=tip {
+        if block.is_multiple_of(1_000) && stop.load(Ordering::Relaxed) {
+            return Err(AdoptError::StoppedBeside);
+        }
         let mut in_mdbx = (0u64, 0u64);
         while next_account == Some(block) {
             in_mdbx.0 += 1;

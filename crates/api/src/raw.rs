@@ -207,8 +207,10 @@ pub trait RawCursorMut: RawCursor {
     /// its key is >= the table's last key and, for that key, its value sorts after the last
     /// duplicate. An engine may rely on it: MDBX then skips the search for the key and fills
     /// pages before it splits them (`MDBX_APPEND | MDBX_APPENDDUP`), and refuses a row that does
-    /// not sort last with `KEY_MISMATCH`, changing nothing. Engines without such a path take it
-    /// as [`RawCursorMut::append_dup`], which refuses only a value out of its key's order.
+    /// not sort last with `KEY_MISMATCH`, adding nothing (a row equal to the last one may be taken
+    /// as a no-op instead, as `append_dup` may; the cursor's position after a refusal is not
+    /// specified). Engines without such a path take it as [`RawCursorMut::append_dup`], which
+    /// refuses only a value out of its key's order.
     fn append_last(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
         self.append_dup(key, value)
     }

@@ -669,6 +669,10 @@ impl<C: RawCursorMut> RawCursorMut for Metered<C> {
         self.guard(key)?;
         self.step(Op::CursorWrite, |c| c.append_dup(key, value))
     }
+    fn append_last(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        self.guard(key)?;
+        self.step(Op::CursorWrite, |c| c.append_last(key, value))
+    }
     fn delete_current(&mut self) -> RawResult<()> {
         self.guard_current()?;
         self.step(Op::CursorWrite, |c| c.delete_current())
@@ -757,6 +761,9 @@ impl<A: RawCursorMut, B: RawCursorMut> RawCursorMut for Routed<A, B> {
     }
     fn append_dup(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
         route!(self, c => c.append_dup(key, value))
+    }
+    fn append_last(&mut self, key: &[u8], value: &[u8]) -> RawResult<()> {
+        route!(self, c => c.append_last(key, value))
     }
     fn delete_current(&mut self) -> RawResult<()> {
         route!(self, c => c.delete_current())

@@ -187,9 +187,10 @@ fn aborted_in_rocksdbs_exit_race(log: &str) -> bool {
 }
 
 /// An adoption abandoned before its switch, on reth's own stores: `db adopt-v2` killed
-/// (SIGKILL) as soon as its log says it checks the changesets it copied (the tx-hash index and
-/// history are ingested by then, the changesets and senders committed to MDBX; the check and the
-/// plain-state rebuild still lie between the kill and the switch), then `db adopt-v2 --abandon`.
+/// (SIGKILL) as soon as its log says it checks the changesets it copied (the changesets and
+/// senders are committed to MDBX by then; the tx-hash index and history, ingested beside them,
+/// may be whole or partly there; the check and the plain-state rebuild still lie between the kill
+/// and the switch), then `db adopt-v2 --abandon`.
 /// None of reth-hybrid's files may be left, reth's RocksDB and static files must be byte for
 /// byte as before, and every MDBX table must hold the rows of a copy taken before
 /// (VersionHistory aside: every open records itself there). The real adoption then starts
