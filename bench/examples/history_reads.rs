@@ -1,18 +1,24 @@
 //! History lookups as a trace makes them: many read transactions, each a stream of
 //! `cursor -> seek(address or address ++ slot, block) -> drop` on `AccountsHistory` and
 //! `StoragesHistory`, RocksDB against MDBX on the same rows. The rows come from a node's
-//! hybrid RocksDB (opened read-only); they are written into a fresh RocksDB in the shape a node
-//! leaves (everything in the bottom level, then two flushed level-0 files and a memtable of
-//! rewritten last shards, as persisted blocks leave them), and into a fresh MDBX. It prints the
-//! shape, the per-lookup times side by side, RocksDB's perf context over 50 of the transactions, and the same
-//! after a full compaction (what the shape costs).
+//! hybrid RocksDB (opened read-only), or are generated in the bench-reth chain's proportions
+//! (`synthetic`). They are written into a fresh MDBX and into two fresh RocksDBs, one with
+//! each history table's options as shipped and one with a candidate's (`CANDIDATE`), each left
+//! in the shape a node leaves (everything in the bottom level, then two flushes and a memtable
+//! of rewritten last shards, as persisted blocks leave them; RocksDB's own compactions then run
+//! as they would on the node). It prints each shape, the per-lookup times side by side,
+//! RocksDB's perf context over 50 of the transactions, and the same after a full compaction
+//! (what the shape costs).
 //!
 //! `cargo run --profile dev -p reth-hybrid-bench --example history_reads -- <datadir>/hybrid-rocksdb [highest block]`
+//! `cargo run --profile dev -p reth-hybrid-bench --example history_reads -- synthetic`
+use reth_hybrid_api::{Decompress, table::compress_to_vec};
 use reth_hybrid_api::{
     Tables,
+    models::IntegerList,
     raw::{RawCursor, RawEngine, RawTx, RawTxMut},
 };
-use reth_hybrid_bench::KeyGen;
+use reth_hybrid_bench::{KeyGen, sharded_key, storage_sharded_key};
 use reth_hybrid_mdbx::{Geometry, MdbxEngine, MdbxOptions};
 use reth_hybrid_rocksdb::{RocksEngine, RocksOptions};
 use rocksdb::perf::{PerfContext, PerfStatsLevel, set_perf_stats};
@@ -24,6 +30,55 @@ const TXS: usize = 400;
 const HISTORY: [Tables; 2] = [Tables::AccountsHistory, Tables::StoragesHistory];
 
 type Row = (Tables, Vec<u8>, Vec<u8>);
+
+/// The candidate history-table options set on the second RocksDB (RocksDB's dynamic options,
+/// applied before any row is written); `HISTORY_READS_CANDIDATE="name=value;..."` tries others.
+/// By default RocksDB's own level-0 trigger, which the shipped options lowered to 1 (and reth's
+/// storage v2 keeps): the comparison that decided it.
+const CANDIDATE: &str = "level0_file_num_compaction_trigger=4";
+
+fn candidate_options() -> Vec<(String, String)> {
+    std::env::var("HISTORY_READS_CANDIDATE")
+        .unwrap_or_else(|_| CANDIDATE.to_string())
+        .split(';')
+        .filter(|o| !o.trim().is_empty())
+        .map(|o| {
+            let (k, v) = o.split_once('=').expect("name=value");
+            (k.trim().to_string(), v.trim().to_string())
+        })
+        .collect()
+}
+
+/// Rows in the proportions of the bench-reth chain at block 2,000 (843,119 history rows there):
+/// one shard per key (the last, highest block `u64::MAX`), accounts changed in 1-4 blocks,
+/// storage slots of one token contract, sorted per table as a node's tables are.
+fn synthetic_rows(accounts: usize, slots: usize, highest_block: u64) -> Vec<Row> {
+    let mut g = KeyGen::new(11);
+    let blocks = |g: &mut KeyGen| {
+        let n = 1 + g.next_u64() % 4;
+        let mut b: Vec<u64> = (0..n).map(|_| 1 + g.next_u64() % highest_block).collect();
+        b.sort_unstable();
+        b.dedup();
+        compress_to_vec(&IntegerList::new(b).expect("sorted"))
+    };
+    let mut account_rows: Vec<Row> = (0..accounts)
+        .map(|_| {
+            let key = sharded_key(g.bytes(), u64::MAX).to_vec();
+            (Tables::AccountsHistory, key, blocks(&mut g))
+        })
+        .collect();
+    let token: [u8; 20] = g.bytes();
+    let mut storage_rows: Vec<Row> = (0..slots)
+        .map(|_| {
+            let key = storage_sharded_key(token, g.bytes(), u64::MAX).to_vec();
+            (Tables::StoragesHistory, key, blocks(&mut g))
+        })
+        .collect();
+    account_rows.sort();
+    storage_rows.sort();
+    account_rows.extend(storage_rows);
+    account_rows
+}
 
 /// Every history row of the source, in key order per table.
 fn history_rows(source: &RocksEngine) -> Vec<Row> {
@@ -91,10 +146,34 @@ fn run<E: RawEngine>(e: &E, keys: &[(Tables, Vec<u8>)]) -> f64 {
         let tx = e.begin_ro().expect("ro");
         for (table, key) in chunk {
             let mut cur = tx.cursor(*table).expect("cursor");
-            black_box(cur.seek(key).expect("seek"));
+            black_box(history_lookup(&mut cur, key));
         }
     }
     start.elapsed().as_nanos() as f64 / keys.len() as f64
+}
+
+/// reth v2.5.1's `history_info` on raw bytes (`providers/state/historical.rs`): the shard at or
+/// after `key`, and when the block is before the shard's first entry, `prev` to see whether an
+/// earlier shard of the same key exists. Returns whether it stepped back.
+fn history_lookup<C: RawCursor>(cur: &mut C, key: &[u8]) -> bool {
+    let prefix = &key[..key.len() - 8];
+    let block = u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"));
+    let Some((found, shard)) = cur.seek(key).expect("seek") else {
+        return false;
+    };
+    if !found.starts_with(prefix) {
+        return false;
+    }
+    let shard = IntegerList::decompress(&shard).expect("a shard").0;
+    let mut rank = shard.rank(block);
+    if rank.checked_sub(1).and_then(|r| shard.select(r)) == Some(block) {
+        rank -= 1;
+    }
+    if rank == 0 && shard.select(0) != Some(block) {
+        black_box(cur.prev().expect("prev"));
+        return true;
+    }
+    false
 }
 
 fn shape(rocks: &RocksEngine) -> String {
@@ -113,80 +192,86 @@ fn shape(rocks: &RocksEngine) -> String {
             .map(|l| p(&format!("rocksdb.num-files-at-level{l}")).to_string())
             .collect();
         out += &format!(
-            "  {:16} files per level {}  memtable {} KiB\n",
+            "  {:16} files per level {}  SST files {:.1} MiB  memtable {} KiB\n",
             table.name(),
             levels.join("/"),
+            p("rocksdb.total-sst-files-size") as f64 / (1 << 20) as f64,
             p("rocksdb.cur-size-all-mem-tables") / 1024
         );
     }
     out
 }
 
-/// Medians of `rounds` runs of `a` and `b`, interleaved.
-fn medians(rounds: usize, mut a: impl FnMut() -> f64, mut b: impl FnMut() -> f64) -> (f64, f64) {
-    let (mut xs, mut ys): (Vec<f64>, Vec<f64>) = (0..rounds).map(|_| (a(), b())).unzip();
-    xs.sort_by(f64::total_cmp);
-    ys.sort_by(f64::total_cmp);
-    (xs[rounds / 2], ys[rounds / 2])
-}
-
-fn side_by_side(label: &str, rocks: &RocksEngine, mdbx: &MdbxEngine, keys: &[(Tables, Vec<u8>)]) {
-    run(rocks, &keys[..PER_TX * 20]);
-    run(mdbx, &keys[..PER_TX * 20]);
-    let (r, m) = medians(3, || run(rocks, keys), || run(mdbx, keys));
-    println!(
-        "{label}: per lookup, median of 3: RocksDB {r:.0} ns, MDBX {m:.0} ns, RocksDB/MDBX {:.2}x",
-        r / m
-    );
-    set_perf_stats(PerfStatsLevel::EnableTime);
-    let mut ctx = PerfContext::default();
-    ctx.reset();
-    run(rocks, &keys[..PER_TX * 50]);
-    let n = (PER_TX * 50) as f64;
-    set_perf_stats(PerfStatsLevel::Disable);
-    for line in ctx.report(true).split(',') {
-        let mut parts = line.trim().split('=').map(str::trim);
-        if let (Some(name), Some(v)) = (parts.next(), parts.next())
-            && let Ok(v) = v.parse::<f64>()
-        {
-            println!("    {name:40} {:10.2} per lookup", v / n);
-        }
+/// Waits until RocksDB has no compaction pending or running, as a node between blocks would get
+/// to; returns how long that took.
+fn settle(rocks: &RocksEngine) -> std::time::Duration {
+    let start = Instant::now();
+    let busy = || {
+        [
+            "rocksdb.compaction-pending",
+            "rocksdb.num-running-compactions",
+            "rocksdb.num-running-flushes",
+        ]
+        .iter()
+        .any(|p| {
+            rocks
+                .db()
+                .property_int_value(*p)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+                > 0
+        })
+    };
+    while busy() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    start.elapsed()
 }
 
-fn main() {
-    let source = PathBuf::from(std::env::args().nth(1).expect("a hybrid-rocksdb directory"));
-    let highest_block: u64 = std::env::args()
-        .nth(2)
-        .map_or(2000, |b| b.parse().expect("block"));
-    assert!(highest_block > 0, "the highest block must be at least 1");
-    let rows = history_rows(&RocksEngine::open_read_only(&source).expect("source"));
-    let last = last_shards(&rows);
-    assert!(
-        !last.is_empty(),
-        "{} holds no history rows to look up",
-        source.display()
-    );
-    let keys = lookups(&last, highest_block);
-    let dir = tempfile::tempdir().expect("tmp");
+fn compaction_write_bytes(rocks: &RocksEngine) -> u64 {
+    rocks
+        .counters()
+        .into_iter()
+        .find(|c| c.name == "rocksdb_compaction_write_bytes")
+        .map_or(0, |c| c.value)
+}
+
+/// A fresh RocksDB holding `rows`, compacted, then what persisted blocks leave on top: the last
+/// shards of 3% of the keys rewritten three times, the first two flushed. `options` are set on
+/// the history tables before any write.
+fn node_shaped(
+    dir: &std::path::Path,
+    rows: &[&Row],
+    last: &[&Row],
+    options: &[(String, String)],
+) -> RocksEngine {
     let rocks = RocksEngine::open(
-        &dir.path().join("rocksdb"),
+        dir,
         &RocksOptions {
             sync_writes: false,
             ..RocksOptions::default()
         },
     )
     .expect("rocksdb");
-    let mdbx = MdbxEngine::open(
-        &dir.path().join("mdbx"),
-        MdbxOptions::create().with_geometry(Geometry::SMALL),
-    )
-    .expect("mdbx");
-    let all: Vec<&Row> = rows.iter().collect();
-    write(&mdbx, &all);
-    write(&rocks, &all);
+    for table in HISTORY {
+        if !options.is_empty() {
+            rocks
+                .db()
+                .set_options_cf(
+                    rocks.column_family(table),
+                    &options
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.as_str()))
+                        .collect::<Vec<_>>(),
+                )
+                .expect("the candidate's options are RocksDB's dynamic options");
+        }
+    }
+    write(&rocks, rows);
     compact(&rocks);
-    // What persisted blocks leave on top: last shards rewritten, two flushes and a memtable.
+    settle(&rocks);
+    let before = compaction_write_bytes(&rocks);
     let mut g = KeyGen::new(5);
     for flushed in [true, true, false] {
         let recent: Vec<&Row> = last
@@ -199,14 +284,128 @@ fn main() {
             rocks.flush().expect("flush");
         }
     }
+    let waited = settle(&rocks);
     println!(
-        "{} rows, {} keys; node-like shape:\n{}",
-        rows.len(),
-        last.len(),
-        shape(&rocks)
+        "  compactions after the flushes wrote {:.1} MiB, all tables (waited {waited:.1?} for them)",
+        (compaction_write_bytes(&rocks) - before) as f64 / (1 << 20) as f64
     );
-    side_by_side("node-like", &rocks, &mdbx, &keys);
-    compact(&rocks);
-    println!("after a full compaction:\n{}", shape(&rocks));
-    side_by_side("compacted", &rocks, &mdbx, &keys);
+    rocks
+}
+
+/// Mean ns per lookup of `shipped`, `candidate` and MDBX, medians of 3 interleaved rounds.
+fn side_by_side(
+    label: &str,
+    shipped: &RocksEngine,
+    candidate: &RocksEngine,
+    mdbx: &MdbxEngine,
+    keys: &[(Tables, Vec<u8>)],
+) {
+    let warm = &keys[..PER_TX * 20];
+    run(shipped, warm);
+    run(candidate, warm);
+    run(mdbx, warm);
+    let mut rounds: Vec<[f64; 3]> = (0..3)
+        .map(|_| [run(shipped, keys), run(candidate, keys), run(mdbx, keys)])
+        .collect();
+    let median = |i: usize, rounds: &mut Vec<[f64; 3]>| {
+        rounds.sort_by(|a, b| a[i].total_cmp(&b[i]));
+        rounds[1][i]
+    };
+    let (s, c, m) = (
+        median(0, &mut rounds),
+        median(1, &mut rounds),
+        median(2, &mut rounds),
+    );
+    println!(
+        "{label}: per lookup, median of 3 interleaved: RocksDB as shipped {s:.0} ns ({:.2}x MDBX), \
+         candidate {c:.0} ns ({:.2}x MDBX), MDBX {m:.0} ns; candidate/shipped {:.2}x",
+        s / m,
+        c / m,
+        c / s
+    );
+    for (name, rocks) in [("as shipped", shipped), ("candidate", candidate)] {
+        println!("  RocksDB perf context, {name}:");
+        perf_context(rocks, &keys[..PER_TX * 50]);
+    }
+}
+
+fn perf_context(rocks: &RocksEngine, keys: &[(Tables, Vec<u8>)]) {
+    set_perf_stats(PerfStatsLevel::EnableTime);
+    let mut ctx = PerfContext::default();
+    ctx.reset();
+    run(rocks, keys);
+    let n = keys.len() as f64;
+    set_perf_stats(PerfStatsLevel::Disable);
+    for line in ctx.report(true).split(',') {
+        let mut parts = line.trim().split('=').map(str::trim);
+        if let (Some(name), Some(v)) = (parts.next(), parts.next())
+            && let Ok(v) = v.parse::<f64>()
+        {
+            println!("    {name:40} {:10.2} per lookup", v / n);
+        }
+    }
+}
+
+fn main() {
+    let source = std::env::args()
+        .nth(1)
+        .expect("a hybrid-rocksdb directory, or synthetic");
+    let highest_block: u64 = std::env::args()
+        .nth(2)
+        .map_or(2000, |b| b.parse().expect("block"));
+    assert!(highest_block > 0, "the highest block must be at least 1");
+    let rows = if source == "synthetic" {
+        synthetic_rows(523_272, 320_000, highest_block)
+    } else {
+        history_rows(&RocksEngine::open_read_only(&PathBuf::from(&source)).expect("source"))
+    };
+    let last = last_shards(&rows);
+    assert!(
+        !last.is_empty(),
+        "{source} holds no history rows to look up"
+    );
+    let keys = lookups(&last, highest_block);
+    let dir = tempfile::tempdir().expect("tmp");
+    let mdbx = MdbxEngine::open(
+        &dir.path().join("mdbx"),
+        MdbxOptions::create().with_geometry(Geometry::SMALL),
+    )
+    .expect("mdbx");
+    let all: Vec<&Row> = rows.iter().collect();
+    write(&mdbx, &all);
+    let stepped_back = {
+        let tx = mdbx.begin_ro().expect("ro");
+        keys.iter()
+            .filter(|(table, key)| history_lookup(&mut tx.cursor(*table).expect("cursor"), key))
+            .count()
+    };
+    println!(
+        "{:.0}% of the lookups step back to an earlier shard (`prev`), as reth's history_info does",
+        100.0 * stepped_back as f64 / keys.len() as f64
+    );
+    let candidate_options = candidate_options();
+    println!(
+        "{} rows, {} keys; candidate options {candidate_options:?}",
+        rows.len(),
+        last.len()
+    );
+    println!("as shipped:");
+    let shipped = node_shaped(&dir.path().join("shipped"), &all, &last, &[]);
+    println!("candidate:");
+    let candidate = node_shaped(
+        &dir.path().join("candidate"),
+        &all,
+        &last,
+        &candidate_options,
+    );
+    println!(
+        "node-like shapes:\n  as shipped\n{}  candidate\n{}",
+        shape(&shipped),
+        shape(&candidate)
+    );
+    side_by_side("node-like", &shipped, &candidate, &mdbx, &keys);
+    compact(&shipped);
+    compact(&candidate);
+    println!("after a full compaction:\n{}", shape(&shipped));
+    side_by_side("compacted", &shipped, &candidate, &mdbx, &keys);
 }

@@ -149,6 +149,9 @@ pub(crate) fn db_options(opts: &RocksOptions) -> Options {
     o
 }
 
+/// Level-0 files that start a compaction of a history table (RocksDB's default: 4).
+const HISTORY_LEVEL0_COMPACTION_TRIGGER: i32 = 1;
+
 /// Options of one table's column family.
 pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
     let mut o = Options::default();
@@ -169,6 +172,12 @@ pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
             o.set_compression_type(DBCompressionType::Lz4);
             o.set_bottommost_compression_type(DBCompressionType::Zstd);
             o.set_level_compaction_dynamic_level_bytes(true);
+            // Compact each flushed file into the levels below at once: a seek searches every
+            // level-0 file (a filter cannot skip one under total order), and RocksDB's default
+            // (4) leaves up to three. Measured (`history_reads`): a lookup with two level-0
+            // files took 1.75x its time without them; the price is the next level rewritten at
+            // every flush instead of every fourth.
+            o.set_level_zero_file_num_compaction_trigger(HISTORY_LEVEL0_COMPACTION_TRIGGER);
         }
         // Random 32-byte hashes, point lookups, values of 8 bytes: compression gains nothing;
         // whole-key bloom lets inserts and misses skip disk.

@@ -45,7 +45,7 @@ fn layer(prefix_len: usize) -> impl Strategy<Value = Vec<(Vec<u8>, Option<u8>)>>
     )
 }
 
-fn engine(dir: &std::path::Path) -> RocksEngine {
+fn open(dir: &std::path::Path) -> RocksEngine {
     RocksEngine::open(
         dir,
         &RocksOptions {
@@ -54,6 +54,91 @@ fn engine(dir: &std::path::Path) -> RocksEngine {
         },
     )
     .expect("open")
+}
+
+/// An engine whose history tables hold the shape `spread` builds: the shipped options compact
+/// a flushed file away at once, so automatic compactions are off here.
+fn engine(dir: &std::path::Path) -> RocksEngine {
+    let rocks = open(dir);
+    for table in [Tables::AccountsHistory, Tables::StoragesHistory] {
+        rocks
+            .db()
+            .set_options_cf(
+                rocks.column_family(table),
+                &[("disable_auto_compactions", "true")],
+            )
+            .expect("a dynamic option");
+    }
+    rocks
+}
+
+fn level0_files(rocks: &RocksEngine, table: Tables) -> u64 {
+    rocks
+        .db()
+        .property_int_value_cf(rocks.column_family(table), "rocksdb.num-files-at-level0")
+        .expect("property")
+        .expect("known property")
+}
+
+/// A seek searches every level-0 file, so the history tables compact each flushed file into the
+/// levels below as soon as it lands; other tables keep RocksDB's default and wait for four.
+#[test]
+fn history_tables_compact_each_flushed_file_away() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let rocks = open(dir.path());
+    let tables = [
+        Tables::AccountsHistory,
+        Tables::StoragesHistory,
+        Tables::TransactionHashNumbers,
+    ];
+    for round in 0u8..2 {
+        let tx = rocks.begin_rw().expect("rw");
+        for table in tables {
+            for i in 0u8..50 {
+                tx.put(table, &[round, i, 0, 0, 0, 0, 0, 0, 0, 0], &[i])
+                    .expect("put");
+            }
+        }
+        tx.commit().expect("commit");
+        for table in tables {
+            rocks
+                .db()
+                .flush_cf(rocks.column_family(table))
+                .expect("flush");
+        }
+    }
+    assert_eq!(
+        level0_files(&rocks, Tables::TransactionHashNumbers),
+        2,
+        "a table with the default trigger keeps its flushed files in level 0"
+    );
+    // The compaction runs in the background: wait for it (not a timing: a minute is far beyond
+    // what two 50-row files take).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    for table in [Tables::AccountsHistory, Tables::StoragesHistory] {
+        while level0_files(&rocks, table) > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} still has level-0 files",
+                table.name()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let tx = rocks.begin_ro().expect("ro");
+        let mut cur = tx.cursor(table).expect("cursor");
+        let mut rows = 0;
+        let mut row = cur.first().expect("first");
+        while row.is_some() {
+            rows += 1;
+            row = cur.next().expect("next");
+        }
+        assert_eq!(
+            rows,
+            100,
+            "{}: every row survives the compaction",
+            table.name()
+        );
+    }
 }
 
 /// Writes `layers` into `table` and the model: the first compacted into the bottom level, the
