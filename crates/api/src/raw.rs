@@ -188,6 +188,28 @@ pub trait RawCursor: Send + Debug {
     /// First duplicate of `key` whose value bytes are >= `subkey` (MDBX `GET_BOTH_RANGE`). The
     /// caller checks that the value really starts with the subkey.
     fn seek_by_key_subkey(&mut self, key: &[u8], subkey: &[u8]) -> RawResult<Option<Vec<u8>>>;
+    /// How many rows hold the current key (its duplicates; 1 on a table without), 0 on a
+    /// cursor that is on no row; the cursor stays where it is. MDBX keeps each key's count
+    /// (`mdbx_cursor_count`), so counting a block's changesets there costs one call instead of a
+    /// read of every row; other engines walk the key's duplicates and come back.
+    fn dup_count(&mut self) -> RawResult<u64> {
+        let Some((key, value)) = self.current()? else {
+            return Ok(0);
+        };
+        let mut count = 0;
+        let mut row = self.seek_exact(&key)?;
+        while row.is_some() {
+            count += 1;
+            row = self.next_dup()?;
+        }
+        // Back onto the row it was on: the key's only row, or its duplicate `value`.
+        if count > 1 {
+            self.seek_by_key_subkey(&key, &value)?;
+        } else {
+            self.seek_exact(&key)?;
+        }
+        Ok(count)
+    }
 }
 
 /// A write cursor.

@@ -215,6 +215,7 @@ pub enum CursorOp {
     PrevDup,
     NextNoDup,
     LastDup,
+    DupCount,
     DeleteCurrent,
     DeleteCurrentDuplicates,
 }
@@ -258,8 +259,9 @@ impl<S: PairStore> EmulatedCursor<S> {
         use CursorOp::*;
         match &self.state {
             CursorState::Unset | CursorState::Invalid | CursorState::At(_) => true,
-            // `current` past the end depends on libmdbx's page layout (one row or several).
-            CursorState::PastEnd => !matches!(op, DeleteCurrentDuplicates | Current),
+            // `current` past the end depends on libmdbx's page layout (one row or several), and
+            // so does the count of the key it may still be on.
+            CursorState::PastEnd => !matches!(op, DeleteCurrentDuplicates | Current | DupCount),
             CursorState::AfterDelete {
                 deleted: (k, v),
                 all_dups,

@@ -632,6 +632,9 @@ impl<C: RawCursor> RawCursor for Metered<C> {
     fn seek_by_key_subkey(&mut self, key: &[u8], subkey: &[u8]) -> RawResult<Option<Vec<u8>>> {
         Metered::seek(self, |c| c.seek_by_key_subkey(key, subkey))
     }
+    fn dup_count(&mut self) -> RawResult<u64> {
+        self.step(Op::Step, |c| c.dup_count())
+    }
 }
 
 impl<C: RawCursor> Metered<C> {
@@ -746,6 +749,9 @@ impl<A: RawCursor, B: RawCursor> RawCursor for Routed<A, B> {
     }
     fn seek_by_key_subkey(&mut self, key: &[u8], subkey: &[u8]) -> RawResult<Option<Vec<u8>>> {
         route!(self, c => c.seek_by_key_subkey(key, subkey))
+    }
+    fn dup_count(&mut self) -> RawResult<u64> {
+        route!(self, c => c.dup_count())
     }
 }
 

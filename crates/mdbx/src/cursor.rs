@@ -186,6 +186,18 @@ impl RawCursor for MdbxCursor {
             .get(ffi::MDBX_GET_BOTH_RANGE, Some(key), Some(subkey))?
             .map(|(_, v)| v))
     }
+
+    fn dup_count(&mut self) -> RawResult<u64> {
+        let (_g, _txn) = self.tx.lock()?;
+        let mut count = 0usize;
+        // SAFETY: cursor of the live txn under the lock; MDBX writes only `count`.
+        let rc = unsafe { ffi::mdbx_cursor_count(self.cursor, &mut count) };
+        if rc == ffi::MDBX_SUCCESS {
+            Ok(count as u64)
+        } else {
+            Err(DatabaseError::Read(info(rc, Some(self.table))))
+        }
+    }
 }
 
 impl RawCursorMut for MdbxCursor {

@@ -111,6 +111,8 @@ impl<K: TransactionKind> std::fmt::Debug for RethTx<K> {
 /// A cursor of reth's MDBX.
 pub struct RethCursor<K: TransactionKind> {
     cursor: reth_libmdbx::Cursor<K>,
+    /// The cursor's transaction, for the one call reth-libmdbx does not wrap (`dup_count`).
+    tx: reth_libmdbx::Transaction<K>,
     table: Tables,
 }
 
@@ -194,7 +196,11 @@ impl<K: TransactionKind> RawTx for RethTx<K> {
             .tx
             .cursor_with_dbi(dbi)
             .map_err(|e| DatabaseError::InitCursor(info(e, Some(table))))?;
-        Ok(RethCursor { cursor, table })
+        Ok(RethCursor {
+            cursor,
+            tx: self.tx.clone(),
+            table,
+        })
     }
 
     fn entries(&self, table: Tables) -> RawResult<usize> {
@@ -352,6 +358,21 @@ impl<K: TransactionKind> RawCursor for RethCursor<K> {
         self.cursor
             .get_both_range::<Vec<u8>>(key, subkey)
             .map_err(|e| DatabaseError::Read(info(e, Some(self.table))))
+    }
+    fn dup_count(&mut self) -> RawResult<u64> {
+        let cursor = self.cursor.cursor();
+        let mut count = 0usize;
+        let rc = self
+            .tx
+            // SAFETY: the cursor belongs to `tx`, which `txn_execute` holds (locked, not timed
+            // out) for the call, as reth-libmdbx's own cursor calls do; MDBX writes only `count`.
+            .txn_execute(|_| unsafe { reth_libmdbx::ffi::mdbx_cursor_count(cursor, &mut count) })
+            .map_err(|e| DatabaseError::Read(info(e, Some(self.table))))?;
+        if rc != 0 {
+            let e = reth_libmdbx::Error::from_err_code(rc);
+            return Err(DatabaseError::Read(info(e, Some(self.table))));
+        }
+        Ok(count as u64)
     }
 }
 

@@ -278,6 +278,59 @@ pub fn append_last_adds_rows_that_sort_last<E: RawEngine>(e: &E) {
     assert_eq!(r.prev().expect("prev"), pair(dk(3), &[0x0e]));
 }
 
+/// `dup_count` counts the current key's rows (1 on a plain table, 0 on no row) and leaves the
+/// cursor where it was, in a read transaction and over a write transaction's own rows.
+pub fn dup_count_counts_the_current_keys_rows_without_moving<E: RawEngine>(e: &E) {
+    dup_rows(e);
+    plain_246(e);
+    let tx = e.begin_ro().expect("ro");
+    let mut c = tx.cursor(DUP).expect("c");
+    assert_eq!(
+        c.dup_count().expect("count"),
+        0,
+        "a fresh cursor is on no row"
+    );
+    assert_eq!(c.seek_exact(&dk(3)).expect("seek"), pair(dk(3), &[0x0b]));
+    assert_eq!(c.dup_count().expect("count"), 2);
+    assert_eq!(
+        c.current().expect("cur"),
+        pair(dk(3), &[0x0b]),
+        "did not move"
+    );
+    assert_eq!(c.next_dup().expect("next_dup"), pair(dk(3), &[0x0d]));
+    assert_eq!(c.dup_count().expect("count"), 2);
+    assert_eq!(
+        c.prev().expect("prev"),
+        pair(dk(3), &[0x0b]),
+        "still on the second duplicate"
+    );
+    let mut p = tx.cursor(PLAIN).expect("c");
+    p.seek(&pk(3)).expect("seek");
+    assert_eq!(p.dup_count().expect("count"), 1);
+    assert_eq!(
+        p.next().expect("next"),
+        pair(pk(6), &[0x60]),
+        "still on key 4"
+    );
+    drop((c, p, tx));
+
+    let tx = e.begin_rw().expect("rw");
+    tx.put(DUP, &dk(1), &[0x0b]).expect("put");
+    tx.put(DUP, &dk(2), &[0x01]).expect("put");
+    let mut c = tx.cursor_mut(DUP).expect("c");
+    assert_eq!(c.seek_exact(&dk(1)).expect("seek"), pair(dk(1), &[0x0a]));
+    c.next_dup().expect("next_dup");
+    assert_eq!(
+        c.dup_count().expect("count"),
+        3,
+        "the transaction's own duplicate counts"
+    );
+    assert_eq!(c.current().expect("cur"), pair(dk(1), &[0x0b]));
+    assert_eq!(c.next_no_dup().expect("next_no_dup"), pair(dk(2), &[0x01]));
+    assert_eq!(c.dup_count().expect("count"), 1);
+    assert_eq!(c.next().expect("next"), pair(dk(3), &[0x0b]));
+}
+
 pub fn insert_existing_fails_and_positions_on_existing<E: RawEngine>(e: &E) {
     plain_246(e);
     let tx = e.begin_rw().expect("rw");

@@ -72,6 +72,7 @@ macro_rules! conformance_suite {
                 append_out_of_order_fails_with_key_mismatch,
                 append_dup_checks_only_the_keys_own_duplicates,
                 append_last_adds_rows_that_sort_last,
+                dup_count_counts_the_current_keys_rows_without_moving,
                 insert_existing_fails_and_positions_on_existing,
                 delete_with_value_removes_exactly_that_duplicate,
                 write_transaction_reads_its_own_writes,

@@ -54,6 +54,7 @@ pub enum CursorCall {
     NextNoDup,
     LastDup,
     SeekBySubkey(u8, u8),
+    DupCount,
     Upsert(u8, u8),
     Insert(u8, u8),
     Append(u8, u8),
@@ -121,6 +122,7 @@ fn cursor_call() -> impl Strategy<Value = CursorCall> {
         3 => Just(CursorCall::NextNoDup),
         2 => Just(CursorCall::LastDup),
         3 => (k.clone(), v.clone()).prop_map(|(k, v)| CursorCall::SeekBySubkey(k, v)),
+        2 => Just(CursorCall::DupCount),
         4 => (k.clone(), v.clone()).prop_map(|(k, v)| CursorCall::Upsert(k, v)),
         2 => (k.clone(), v.clone()).prop_map(|(k, v)| CursorCall::Insert(k, v)),
         2 => (k.clone(), v.clone()).prop_map(|(k, v)| CursorCall::Append(k, v)),
@@ -463,6 +465,7 @@ fn relative_op(call: &CursorCall) -> Option<CursorOp> {
         CursorCall::PrevDup => Some(CursorOp::PrevDup),
         CursorCall::NextNoDup => Some(CursorOp::NextNoDup),
         CursorCall::LastDup => Some(CursorOp::LastDup),
+        CursorCall::DupCount => Some(CursorOp::DupCount),
         CursorCall::DeleteCurrent => Some(CursorOp::DeleteCurrent),
         CursorCall::DeleteCurrentDuplicates => Some(CursorOp::DeleteCurrentDuplicates),
         _ => None,
@@ -486,6 +489,7 @@ fn run_read_call<C: RawCursor>(c: &mut C, call: &CursorCall, dup: bool) -> Outco
         CursorCall::NextNoDup => pair(c.next_no_dup()),
         CursorCall::LastDup => val(c.last_dup()),
         CursorCall::SeekBySubkey(k, s) => val(c.seek_by_key_subkey(&key(dup, *k), &value(*s))),
+        CursorCall::DupCount => outcome(c.dup_count(), |n| Outcome::Count(n as usize)),
         _ => Outcome::Skipped,
     }
 }

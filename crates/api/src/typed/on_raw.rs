@@ -399,6 +399,12 @@ impl<T: DupSort, C: RawCursor> DbDupCursorRO<T> for TypedCursor<T, C> {
 }
 
 impl<T: DupSort, C: RawCursor> TypedCursor<T, C> {
+    /// [`RawCursor::dup_count`]: how many duplicates the current key has, without moving (not
+    /// one of reth's trait methods; adoption's per-block changeset check uses it).
+    pub fn dup_count(&mut self) -> Result<u64, DatabaseError> {
+        self.raw.dup_count()
+    }
+
     fn start_at_subkey(&mut self, key: T::Key, subkey: T::SubKey) -> IterPairResult<T> {
         let encoded = key.clone().encode();
         match self
