@@ -13,7 +13,7 @@ use alloy_trie::{
     BranchNodeCompact, EMPTY_ROOT_HASH, HashBuilder, KECCAK_EMPTY, Nibbles, TrieAccount,
 };
 use reth_hybrid_api::{
-    DbCursorRO, DbTx, Tables,
+    DbCursorRO, DbDupCursorRO, DbTx, Tables,
     error::short_hex,
     models::{Account, BlockNumberAddress, PackedStoredNibbles},
     raw::{RawCursor, RawTx},
@@ -253,11 +253,12 @@ fn key_hex(packed: &[u8; PackedStoredNibbles::LEN]) -> String {
     }
 }
 
-/// Each block's changeset rows in MDBX, for `0..=tip`, against the static files' counts. `stop`
-/// set (by a copy running beside this check that failed) ends it with
-/// [`AdoptError::StoppedBeside`].
-pub fn changeset_counts_match<T: DbTx>(
-    tx: &T,
+/// Each block's changeset rows in MDBX, for `0..=tip`, against the static files' counts. Rows
+/// are counted per key (`dup_count`: one call per block and per changed address in MDBX, which
+/// keeps each key's count) rather than read one by one. `stop` set (by a copy running beside
+/// this check that failed) ends it with [`AdoptError::StoppedBeside`].
+pub fn changeset_counts_match<X: RawTx>(
+    tx: &TypedTx<X>,
     source: &dyn V2StaticFiles,
     tip: u64,
     stop: &AtomicBool,
@@ -267,25 +268,38 @@ pub fn changeset_counts_match<T: DbTx>(
         "changeset rows per block against the static files",
         Some(tip + 1),
     );
-    let mut accounts = tx.cursor_read::<tables::AccountChangeSets>()?;
-    let mut storage = tx.cursor_read::<tables::StorageChangeSets>()?;
+    let mut accounts = tx.cursor_dup_read::<tables::AccountChangeSets>()?;
+    let mut storage = tx.cursor_dup_read::<tables::StorageChangeSets>()?;
     let mut next_account = accounts.first()?.map(|(block, _)| block);
     let mut next_storage = storage
         .first()?
         .map(|(key, _): (BlockNumberAddress, _)| key.block_number());
+    // The rows of `block` from the key under each cursor on, leaving the cursor on the next
+    // block's first key.
+    let mut account_rows = |block: u64, next: &mut Option<u64>| -> Result<u64, AdoptError> {
+        let mut rows = 0;
+        while *next == Some(block) {
+            rows += accounts.dup_count()?;
+            *next = accounts.next_no_dup()?.map(|(b, _)| b);
+        }
+        Ok(rows)
+    };
+    let mut storage_rows = |block: u64, next: &mut Option<u64>| -> Result<u64, AdoptError> {
+        let mut rows = 0;
+        while *next == Some(block) {
+            rows += storage.dup_count()?;
+            *next = storage.next_no_dup()?.map(|(key, _)| key.block_number());
+        }
+        Ok(rows)
+    };
     for block in 0..=tip {
         if block.is_multiple_of(1_000) && stop.load(Ordering::Relaxed) {
             return Err(AdoptError::StoppedBeside);
         }
-        let mut in_mdbx = (0u64, 0u64);
-        while next_account == Some(block) {
-            in_mdbx.0 += 1;
-            next_account = accounts.next()?.map(|(b, _)| b);
-        }
-        while next_storage == Some(block) {
-            in_mdbx.1 += 1;
-            next_storage = storage.next()?.map(|(key, _)| key.block_number());
-        }
+        let in_mdbx = (
+            account_rows(block, &mut next_account)?,
+            storage_rows(block, &mut next_storage)?,
+        );
         let in_files =
             source
                 .changeset_counts(block)
@@ -314,28 +328,18 @@ pub fn changeset_counts_match<T: DbTx>(
     progress.end();
     // A row past the head would be a block the static files do not describe.
     if let Some(block) = next_account {
-        let mut mdbx = 0;
-        while next_account == Some(block) {
-            mdbx += 1;
-            next_account = accounts.next()?.map(|(b, _)| b);
-        }
         return Err(AdoptError::ChangesetCount {
             table: Tables::AccountChangeSets,
             block,
-            mdbx,
+            mdbx: account_rows(block, &mut next_account)?,
             files: 0,
         });
     }
     if let Some(block) = next_storage {
-        let mut mdbx = 0;
-        while next_storage == Some(block) {
-            mdbx += 1;
-            next_storage = storage.next()?.map(|(key, _)| key.block_number());
-        }
         return Err(AdoptError::ChangesetCount {
             table: Tables::StorageChangeSets,
             block,
-            mdbx,
+            mdbx: storage_rows(block, &mut next_storage)?,
             files: 0,
         });
     }

@@ -375,6 +375,8 @@ struct MemoryStaticFiles {
     state_root: B256,
     /// The offsets index records one account change too many for this block.
     count_skew: Option<u64>,
+    /// The offsets index records one storage change too few for this block.
+    storage_count_skew: Option<u64>,
     removed: std::sync::atomic::AtomicBool,
     /// Where a removal is recorded for another process (the kill test's children).
     removed_marker: Option<std::path::PathBuf>,
@@ -413,7 +415,8 @@ impl V2StaticFiles for MemoryStaticFiles {
         let n = |rows: Option<usize>| rows.unwrap_or(0) as u64;
         Ok((
             n(self.accounts.get(&block).map(Vec::len)) + u64::from(self.count_skew == Some(block)),
-            n(self.storage.get(&block).map(Vec::len)),
+            n(self.storage.get(&block).map(Vec::len))
+                - u64::from(self.storage_count_skew == Some(block)),
         ))
     }
     fn state_root(&self, _block: u64) -> Result<B256, SourceError> {
@@ -1137,6 +1140,31 @@ fn changesets_that_differ_from_the_static_files_counts_stop_before_the_switch() 
                 block: b,
                 ..
             } if b == block
+        ),
+        "{err}"
+    );
+    // The storage side, where a block's rows are counted per changed address.
+    files.count_skew = None;
+    let block = *files
+        .storage
+        .iter()
+        .find(|(_, rows)| {
+            let addresses: std::collections::BTreeSet<_> = rows.iter().map(|(a, _)| a).collect();
+            addresses.len() > 1 && rows.len() > addresses.len()
+        })
+        .expect("a block changing several slots of several addresses")
+        .0;
+    files.storage_count_skew = Some(block);
+    let err = adopt_to_v1(v2.path(), &files, &NoProgress).expect_err("count");
+    assert!(
+        matches!(
+            err,
+            AdoptError::ChangesetCount {
+                table: Tables::StorageChangeSets,
+                block: b,
+                mdbx,
+                files,
+            } if b == block && mdbx == files + 1
         ),
         "{err}"
     );
