@@ -1183,6 +1183,49 @@ fn changesets_that_differ_from_the_static_files_counts_stop_before_the_switch() 
     assert_eq!(tx.entries(Tables::PlainAccountState).expect("n"), 0);
 }
 
+#[test]
+fn static_file_rows_out_of_reths_order_are_refused_naming_the_block() {
+    // To the hybrid too, where the RocksDB tables are ingested beside the copy that fails.
+    for target in [AdoptTarget::V1, AdoptTarget::Hybrid] {
+        let (_v1, _, v2, mut files) = v1_and_v2_twin(1, 7);
+        let block = *files
+            .storage
+            .iter()
+            .find(|(_, rows)| rows.len() > 1)
+            .expect("a block changing two slots")
+            .0;
+        files.storage.get_mut(&block).expect("rows").reverse();
+        let err = adopt(v2.path(), &files, target).expect_err("out of order");
+        // The error and its causes, as the command prints them.
+        let mut message = err.to_string();
+        let mut cause = std::error::Error::source(&err);
+        while let Some(c) = cause {
+            message += &format!(": {c}");
+            cause = c.source();
+        }
+        assert!(
+            matches!(&err, AdoptError::StaticFiles { what, .. } if what.ends_with(&format!("of block {block}"))),
+            "{target:?}: {message}"
+        );
+        assert!(message.contains("out of reth's order"), "{message}");
+        assert!(message.contains("still a working v2 datadir"), "{message}");
+        // Nothing was switched: still a v2 datadir.
+        let engine = MdbxEngine::open_read_only(v2.path()).expect("mdbx");
+        let tx = engine.begin_ro().expect("ro");
+        let settings = reth_hybrid_hybrid::control::get_bytes(
+            &tx,
+            reth_hybrid_api::models::STORAGE_SETTINGS_KEY,
+        )
+        .expect("get")
+        .expect("settings");
+        assert!(
+            reth_hybrid_api::models::StorageSettings::from_json_bytes(&settings)
+                .expect("json")
+                .storage_v2
+        );
+    }
+}
+
 const CHILD_V2: &str = "RETH_HYBRID_ADOPT_CHILD_V2";
 const CHILD_V1: &str = "RETH_HYBRID_ADOPT_CHILD_V1";
 const CHILD_HEAD: &str = "RETH_HYBRID_ADOPT_CHILD_HEAD";
