@@ -2,7 +2,7 @@
 
 use crate::{
     error::RocksError,
-    options::{RocksOptions, cf_options, db_options},
+    options::{RocksOptions, column_family_options, db_options},
     tx::{RocksTx, RocksTxMut},
 };
 use parking_lot::Mutex;
@@ -164,9 +164,9 @@ impl RocksEngine {
         if let Some(dir) = &log_dir {
             db_opts.set_db_log_dir(&dir.0);
         }
-        let descriptors = Tables::ALL
-            .iter()
-            .map(|t| ColumnFamilyDescriptor::new(t.name(), cf_options(*t, &cache)));
+        let descriptors = Tables::ALL.iter().map(|t| {
+            ColumnFamilyDescriptor::new(t.name(), column_family_options(*t, &cache, options))
+        });
         let opened = if options.read_only {
             DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false)
         } else {

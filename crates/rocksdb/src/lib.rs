@@ -22,8 +22,8 @@ pub use bulk::{SstFile, SstSink, TableSize, TableSstFile, is_initialized};
 pub use env::{HYBRID_ROCKSDB_DIR, RocksEngine, open_engines, wait_for_engines_closed};
 pub use error::RocksError;
 pub use options::{
-    BLOCK_CACHE_MIB_ENV, RocksOptions, SPILL_BYTES_ENV, block_cache_for_ram,
-    default_block_cache_bytes,
+    BLOCK_CACHE_MIB_ENV, HISTORY_L0_TRIGGER_ENV, RocksOptions, SPILL_BYTES_ENV,
+    block_cache_for_ram, default_block_cache_bytes,
 };
 pub use tx::{RocksCursor, RocksStore, RocksTx, RocksTxMut};
 pub use upstream::{

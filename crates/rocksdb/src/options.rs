@@ -33,6 +33,12 @@ pub struct RocksOptions {
     /// left to RocksDB's default (4x all write buffers, ~16 GiB for our 32 column families),
     /// every WAL since the open would stay on disk and be replayed at the next open.
     pub max_total_wal_bytes: u64,
+    /// Level-0 files that start a compaction of a history table. A seek searches every level-0
+    /// file in full (under total order no filter can skip one), so the default, 1, compacts each
+    /// flushed file into the level below at once; RocksDB's own default (and reth v2's) is 4,
+    /// which rewrites that level a quarter as often. [`HISTORY_L0_TRIGGER_ENV`] overrides it
+    /// (fewer compaction writes for slower history reads, or both settings on one binary).
+    pub history_level0_compaction_trigger: i32,
 }
 
 /// Environment variable overriding the block cache's size, in MiB.
@@ -72,6 +78,9 @@ pub fn block_cache_for_ram(ram_bytes: u64) -> usize {
     (ram_bytes / 6).clamp(MIN, MAX) as usize
 }
 
+/// Environment variable overriding [`RocksOptions::history_level0_compaction_trigger`].
+pub const HISTORY_L0_TRIGGER_ENV: &str = "RETH_HYBRID_ROCKSDB_HISTORY_L0_TRIGGER";
+
 /// Environment variable overriding [`RocksOptions::spill_bytes`]'s default (tests and the
 /// end-to-end check set it small to make every large commit spill).
 pub const SPILL_BYTES_ENV: &str = "RETH_HYBRID_ROCKSDB_SPILL_BYTES";
@@ -97,6 +106,10 @@ impl Default for RocksOptions {
             read_only: false,
             spill_bytes,
             max_total_wal_bytes: DEFAULT_MAX_TOTAL_WAL_BYTES,
+            history_level0_compaction_trigger: std::env::var(HISTORY_L0_TRIGGER_ENV)
+                .ok()
+                .and_then(|v| v.parse::<i32>().ok())
+                .map_or(1, |n| n.max(1)),
         }
     }
 }
@@ -149,9 +162,6 @@ pub(crate) fn db_options(opts: &RocksOptions) -> Options {
     o
 }
 
-/// Level-0 files that start a compaction of a history table (RocksDB's default: 4).
-const HISTORY_LEVEL0_COMPACTION_TRIGGER: i32 = 1;
-
 /// Options of one table's column family.
 pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
     let mut o = Options::default();
@@ -172,12 +182,6 @@ pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
             o.set_compression_type(DBCompressionType::Lz4);
             o.set_bottommost_compression_type(DBCompressionType::Zstd);
             o.set_level_compaction_dynamic_level_bytes(true);
-            // Compact each flushed file into the levels below at once: a seek searches every
-            // level-0 file (a filter cannot skip one under total order), and RocksDB's default
-            // (4) leaves up to three. Measured (`history_reads`): a lookup with two level-0
-            // files took 1.75x its time without them; the price is the next level rewritten at
-            // every flush instead of every fourth.
-            o.set_level_zero_file_num_compaction_trigger(HISTORY_LEVEL0_COMPACTION_TRIGGER);
         }
         // Random 32-byte hashes, point lookups, values of 8 bytes: compression gains nothing;
         // whole-key bloom lets inserts and misses skip disk.
@@ -208,6 +212,18 @@ pub(crate) fn cf_options(table: Tables, cache: &Cache) -> Options {
     o.set_memtable_prefix_bloom_ratio(0.1);
     o.set_memtable_whole_key_filtering(true);
     o.set_block_based_table_factory(&t);
+    o
+}
+
+/// A table's column family as the engine opens it: [`cf_options`] and the engine-wide settings
+/// that apply per table.
+pub(crate) fn column_family_options(table: Tables, cache: &Cache, opts: &RocksOptions) -> Options {
+    let mut o = cf_options(table, cache);
+    if matches!(table, Tables::AccountsHistory | Tables::StoragesHistory) {
+        // Measured (`history_reads`): with two level-0 files a lookup took 1.68-1.72x its time
+        // without them; the price is the level below rewritten at every flush.
+        o.set_level_zero_file_num_compaction_trigger(opts.history_level0_compaction_trigger);
+    }
     o
 }
 

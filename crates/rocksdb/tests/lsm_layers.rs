@@ -80,33 +80,39 @@ fn level0_files(rocks: &RocksEngine, table: Tables) -> u64 {
         .expect("known property")
 }
 
-/// A seek searches every level-0 file, so the history tables compact each flushed file into the
-/// levels below as soon as it lands; other tables keep RocksDB's default and wait for four.
-#[test]
-fn history_tables_compact_each_flushed_file_away() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let rocks = open(dir.path());
-    let tables = [
-        Tables::AccountsHistory,
-        Tables::StoragesHistory,
-        Tables::TransactionHashNumbers,
-    ];
+/// Two commits to the history tables and the tx-hash table, each flushed into a level-0 file.
+fn two_flushes(rocks: &RocksEngine, tables: &[Tables]) {
     for round in 0u8..2 {
         let tx = rocks.begin_rw().expect("rw");
-        for table in tables {
+        for &table in tables {
             for i in 0u8..50 {
                 tx.put(table, &[round, i, 0, 0, 0, 0, 0, 0, 0, 0], &[i])
                     .expect("put");
             }
         }
         tx.commit().expect("commit");
-        for table in tables {
+        for &table in tables {
             rocks
                 .db()
                 .flush_cf(rocks.column_family(table))
                 .expect("flush");
         }
     }
+}
+
+const HISTORY_AND_TX_HASHES: [Tables; 3] = [
+    Tables::AccountsHistory,
+    Tables::StoragesHistory,
+    Tables::TransactionHashNumbers,
+];
+
+/// A seek searches every level-0 file, so the history tables compact each flushed file into the
+/// levels below as soon as it lands; other tables keep RocksDB's default and wait for four.
+#[test]
+fn history_tables_compact_each_flushed_file_away() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let rocks = open(dir.path());
+    two_flushes(&rocks, &HISTORY_AND_TX_HASHES);
     assert_eq!(
         level0_files(&rocks, Tables::TransactionHashNumbers),
         2,
@@ -138,6 +144,28 @@ fn history_tables_compact_each_flushed_file_away() {
             "{}: every row survives the compaction",
             table.name()
         );
+    }
+}
+
+/// `history_level0_compaction_trigger` (and its environment variable) gives the history tables
+/// RocksDB's default back: then their flushed files stay in level 0 like any table's.
+#[test]
+fn the_history_trigger_is_an_option() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let rocks = RocksEngine::open(
+        dir.path(),
+        &RocksOptions {
+            sync_writes: false,
+            history_level0_compaction_trigger: 4,
+            ..RocksOptions::default()
+        },
+    )
+    .expect("open");
+    two_flushes(&rocks, &HISTORY_AND_TX_HASHES);
+    // Give a compaction, were one scheduled, time to finish.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for table in HISTORY_AND_TX_HASHES {
+        assert_eq!(level0_files(&rocks, table), 2, "{}", table.name());
     }
 }
 
