@@ -202,50 +202,72 @@ fn shape(rocks: &RocksEngine) -> String {
     out
 }
 
-/// Waits until RocksDB has no compaction pending or running, as a node between blocks would get
-/// to; returns how long that took.
+/// Waits until RocksDB has no flush or compaction pending or running, as a node between blocks
+/// would get to; returns how long that took.
 fn settle(rocks: &RocksEngine) -> std::time::Duration {
     let start = Instant::now();
-    let busy = || {
-        [
-            "rocksdb.compaction-pending",
-            "rocksdb.num-running-compactions",
-            "rocksdb.num-running-flushes",
-        ]
-        .iter()
-        .any(|p| {
-            rocks
-                .db()
-                .property_int_value(*p)
-                .ok()
-                .flatten()
-                .unwrap_or(0)
-                > 0
-        })
-    };
-    while busy() {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    rocks
+        .db()
+        .wait_for_compact(&rocksdb::WaitForCompactOptions::default())
+        .expect("compactions finish");
     start.elapsed()
 }
 
-fn compaction_write_bytes(rocks: &RocksEngine) -> u64 {
-    rocks
-        .counters()
-        .into_iter()
-        .find(|c| c.name == "rocksdb_compaction_write_bytes")
-        .map_or(0, |c| c.value)
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_micros() as u64
+}
+
+/// Bytes RocksDB's compactions wrote within `window` (µs since the epoch), per table and
+/// reason, from the events in its info log (`LOG`; complete once the database is closed).
+fn compactions(dir: &std::path::Path, window: (u64, u64)) -> Vec<(String, String, u64)> {
+    let log = std::fs::read_to_string(dir.join("LOG")).expect("RocksDB's LOG");
+    let mut started = std::collections::HashMap::new();
+    let mut written = std::collections::BTreeMap::<(String, String), u64>::new();
+    for line in log.lines() {
+        let Some((_, event)) = line.split_once("EVENT_LOG_v1 ") else {
+            continue;
+        };
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(event) else {
+            continue;
+        };
+        let field = |name: &str| event.get(name).cloned().unwrap_or_default();
+        let time = field("time_micros").as_u64().unwrap_or(0);
+        match field("event").as_str() {
+            Some("compaction_started") => {
+                let what = (
+                    field("cf_name").as_str().unwrap_or("?").to_string(),
+                    field("compaction_reason")
+                        .as_str()
+                        .unwrap_or("?")
+                        .to_string(),
+                );
+                started.insert(field("job").as_u64(), what);
+            }
+            Some("compaction_finished") if (window.0..=window.1).contains(&time) => {
+                if let Some(what) = started.get(&field("job").as_u64()) {
+                    *written.entry(what.clone()).or_default() +=
+                        field("total_output_size").as_u64().unwrap_or(0);
+                }
+            }
+            _ => {}
+        }
+    }
+    written.into_iter().map(|((t, r), b)| (t, r, b)).collect()
 }
 
 /// A fresh RocksDB holding `rows`, compacted, then what persisted blocks leave on top: the last
 /// shards of 3% of the keys rewritten three times, the first two flushed. `options` are set on
-/// the history tables before any write.
+/// the history tables before any write. Returns the engine and the window (µs since the epoch)
+/// of the writes on top and the compactions they caused.
 fn node_shaped(
     dir: &std::path::Path,
     rows: &[&Row],
     last: &[&Row],
     options: &[(String, String)],
-) -> RocksEngine {
+) -> (RocksEngine, (u64, u64)) {
     let rocks = RocksEngine::open(
         dir,
         &RocksOptions {
@@ -271,7 +293,7 @@ fn node_shaped(
     write(&rocks, rows);
     compact(&rocks);
     settle(&rocks);
-    let before = compaction_write_bytes(&rocks);
+    let start = now_micros();
     let mut g = KeyGen::new(5);
     for flushed in [true, true, false] {
         let recent: Vec<&Row> = last
@@ -285,11 +307,8 @@ fn node_shaped(
         }
     }
     let waited = settle(&rocks);
-    println!(
-        "  compactions after the flushes wrote {:.1} MiB, all tables (waited {waited:.1?} for them)",
-        (compaction_write_bytes(&rocks) - before) as f64 / (1 << 20) as f64
-    );
-    rocks
+    println!("  waited {waited:.1?} for the compactions after the flushes");
+    (rocks, (start, now_micros()))
 }
 
 /// Mean ns per lookup of `shipped`, `candidate` and MDBX, medians of 3 interleaved rounds.
@@ -390,9 +409,9 @@ fn main() {
         last.len()
     );
     println!("as shipped:");
-    let shipped = node_shaped(&dir.path().join("shipped"), &all, &last, &[]);
+    let (shipped, shipped_window) = node_shaped(&dir.path().join("shipped"), &all, &last, &[]);
     println!("candidate:");
-    let candidate = node_shaped(
+    let (candidate, candidate_window) = node_shaped(
         &dir.path().join("candidate"),
         &all,
         &last,
@@ -408,4 +427,15 @@ fn main() {
     compact(&candidate);
     println!("after a full compaction:\n{}", shape(&shipped));
     side_by_side("compacted", &shipped, &candidate, &mdbx, &keys);
+    // Closed, their info logs are complete.
+    drop((shipped, candidate));
+    for (name, window) in [("shipped", shipped_window), ("candidate", candidate_window)] {
+        println!("what RocksDB's compactions wrote after the flushes, {name}:");
+        for (table, reason, bytes) in compactions(&dir.path().join(name), window) {
+            println!(
+                "  {table:24} {reason:24} {:8.1} MiB",
+                bytes as f64 / (1 << 20) as f64
+            );
+        }
+    }
 }

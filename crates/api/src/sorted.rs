@@ -262,6 +262,8 @@ impl<S: PairStore> EmulatedCursor<S> {
             // `current` past the end depends on libmdbx's page layout (one row or several), and
             // so does the count of the key it may still be on.
             CursorState::PastEnd => !matches!(op, DeleteCurrentDuplicates | Current | DupCount),
+            // Right after a delete, as past the end.
+            CursorState::AfterDelete { .. } if op == DupCount => false,
             CursorState::AfterDelete {
                 deleted: (k, v),
                 all_dups,
@@ -603,6 +605,22 @@ impl<S: PairStore> RawCursor for EmulatedCursor<S> {
             self.state = CursorState::Unpinned(None);
         }
         Ok(self.land(found).map(|(_, v)| v))
+    }
+
+    /// Counts the key's rows in the store and leaves the state as it is: past the end and after
+    /// a delete (not pinned) it answers 0.
+    fn dup_count(&mut self) -> RawResult<u64> {
+        let key = match &self.state {
+            CursorState::At((k, _)) | CursorState::Unpinned(Some((k, _))) => k.clone(),
+            _ => return Ok(0),
+        };
+        let mut count = 0;
+        let mut row = self.store.first_of_key(&key)?;
+        while let Some((k, v)) = row.take().filter(|(k, _)| *k == key) {
+            count += 1;
+            row = self.store.gt(&k, &v)?;
+        }
+        Ok(count)
     }
 }
 

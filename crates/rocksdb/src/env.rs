@@ -32,6 +32,8 @@ pub(crate) struct EngineInner {
     pub(crate) sync_writes: bool,
     /// A write transaction's in-memory budget (`RocksOptions::spill_bytes`).
     pub(crate) spill_bytes: usize,
+    /// `RocksOptions::history_level0_compaction_trigger`, as opened (nodes log it).
+    history_level0_compaction_trigger: i32,
     pub(crate) read_only: bool,
     pub(crate) cache: Cache,
     /// `None` without one (`RocksOptions::row_cache_bytes` = 0).
@@ -151,6 +153,8 @@ impl RocksEngine {
 
     /// Opens the RocksDB at `path` with a column family for every table.
     pub fn open(path: &Path, options: &RocksOptions) -> Result<Self, RocksError> {
+        // A mistyped setting is refused before anything opens, not silently replaced.
+        crate::options::history_l0_trigger_from_env()?;
         let cache = Cache::new_lru_cache(options.block_cache_bytes);
         let mut db_opts = db_options(options);
         let row_cache =
@@ -202,6 +206,7 @@ impl RocksEngine {
                 writer: Arc::new(Mutex::new(())),
                 sync_writes: options.sync_writes,
                 spill_bytes: options.spill_bytes,
+                history_level0_compaction_trigger: options.history_level0_compaction_trigger.max(1),
                 read_only: options.read_only,
                 cache,
                 row_cache,
@@ -221,6 +226,11 @@ impl RocksEngine {
                 ..RocksOptions::default()
             },
         )
+    }
+
+    /// The history tables' level-0 compaction trigger this engine opened with.
+    pub fn history_level0_compaction_trigger(&self) -> i32 {
+        self.inner.history_level0_compaction_trigger
     }
 
     /// The underlying database, for tools (stats, SST ingestion).

@@ -5,6 +5,12 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RocksError {
+    #[error("{name}={value:?}: expected {expected}; nothing was opened")]
+    Setting {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
     #[error("opening RocksDB at {path}")]
     Open {
         path: PathBuf,

@@ -81,6 +81,22 @@ pub fn block_cache_for_ram(ram_bytes: u64) -> usize {
 /// Environment variable overriding [`RocksOptions::history_level0_compaction_trigger`].
 pub const HISTORY_L0_TRIGGER_ENV: &str = "RETH_HYBRID_ROCKSDB_HISTORY_L0_TRIGGER";
 
+/// [`HISTORY_L0_TRIGGER_ENV`]'s value, `None` when it is unset.
+pub(crate) fn history_l0_trigger_from_env() -> Result<Option<i32>, crate::RocksError> {
+    let Ok(value) = std::env::var(HISTORY_L0_TRIGGER_ENV) else {
+        return Ok(None);
+    };
+    match value.trim().parse::<i32>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(crate::RocksError::Setting {
+            name: HISTORY_L0_TRIGGER_ENV,
+            value,
+            expected: "a whole number >= 1 (1, the default, compacts each flushed history file \
+                       at once; 4 is RocksDB's default)",
+        }),
+    }
+}
+
 /// Environment variable overriding [`RocksOptions::spill_bytes`]'s default (tests and the
 /// end-to-end check set it small to make every large commit spill).
 pub const SPILL_BYTES_ENV: &str = "RETH_HYBRID_ROCKSDB_SPILL_BYTES";
@@ -106,10 +122,11 @@ impl Default for RocksOptions {
             read_only: false,
             spill_bytes,
             max_total_wal_bytes: DEFAULT_MAX_TOTAL_WAL_BYTES,
-            history_level0_compaction_trigger: std::env::var(HISTORY_L0_TRIGGER_ENV)
+            // A bad value is refused by the engine's open (`history_l0_trigger_from_env`).
+            history_level0_compaction_trigger: history_l0_trigger_from_env()
                 .ok()
-                .and_then(|v| v.parse::<i32>().ok())
-                .map_or(1, |n| n.max(1)),
+                .flatten()
+                .unwrap_or(1),
         }
     }
 }
@@ -222,7 +239,7 @@ pub(crate) fn column_family_options(table: Tables, cache: &Cache, opts: &RocksOp
     if matches!(table, Tables::AccountsHistory | Tables::StoragesHistory) {
         // Measured (`history_reads`): with two level-0 files a lookup took 1.68-1.72x its time
         // without them; the price is the level below rewritten at every flush.
-        o.set_level_zero_file_num_compaction_trigger(opts.history_level0_compaction_trigger);
+        o.set_level_zero_file_num_compaction_trigger(opts.history_level0_compaction_trigger.max(1));
     }
     o
 }

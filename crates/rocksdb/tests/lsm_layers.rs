@@ -45,11 +45,14 @@ fn layer(prefix_len: usize) -> impl Strategy<Value = Vec<(Vec<u8>, Option<u8>)>>
     )
 }
 
+/// The shipped options, whatever the environment says (a developer comparing triggers may set
+/// RETH_HYBRID_ROCKSDB_HISTORY_L0_TRIGGER).
 fn open(dir: &std::path::Path) -> RocksEngine {
     RocksEngine::open(
         dir,
         &RocksOptions {
             sync_writes: false,
+            history_level0_compaction_trigger: 1,
             ..RocksOptions::default()
         },
     )
@@ -80,24 +83,30 @@ fn level0_files(rocks: &RocksEngine, table: Tables) -> u64 {
         .expect("known property")
 }
 
-/// Two commits to the history tables and the tx-hash table, each flushed into a level-0 file.
-fn two_flushes(rocks: &RocksEngine, tables: &[Tables]) {
-    for round in 0u8..2 {
-        let tx = rocks.begin_rw().expect("rw");
-        for &table in tables {
-            for i in 0u8..50 {
-                tx.put(table, &[round, i, 0, 0, 0, 0, 0, 0, 0, 0], &[i])
-                    .expect("put");
-            }
-        }
-        tx.commit().expect("commit");
-        for &table in tables {
-            rocks
-                .db()
-                .flush_cf(rocks.column_family(table))
-                .expect("flush");
+/// A commit to `tables`, flushed into a level-0 file of each.
+fn commit_and_flush(rocks: &RocksEngine, tables: &[Tables], round: u8) {
+    let tx = rocks.begin_rw().expect("rw");
+    for &table in tables {
+        for i in 0u8..50 {
+            tx.put(table, &[round, i, 0, 0, 0, 0, 0, 0, 0, 0], &[i])
+                .expect("put");
         }
     }
+    tx.commit().expect("commit");
+    for &table in tables {
+        rocks
+            .db()
+            .flush_cf(rocks.column_family(table))
+            .expect("flush");
+    }
+}
+
+/// Until RocksDB has no flush or compaction pending or running.
+fn settle(rocks: &RocksEngine) {
+    rocks
+        .db()
+        .wait_for_compact(&rocksdb::WaitForCompactOptions::default())
+        .expect("compactions finish");
 }
 
 const HISTORY_AND_TX_HASHES: [Tables; 3] = [
@@ -112,24 +121,24 @@ const HISTORY_AND_TX_HASHES: [Tables; 3] = [
 fn history_tables_compact_each_flushed_file_away() {
     let dir = tempfile::tempdir().expect("tmp");
     let rocks = open(dir.path());
-    two_flushes(&rocks, &HISTORY_AND_TX_HASHES);
+    for round in 0u8..2 {
+        commit_and_flush(&rocks, &HISTORY_AND_TX_HASHES, round);
+        settle(&rocks);
+        for table in [Tables::AccountsHistory, Tables::StoragesHistory] {
+            assert_eq!(
+                level0_files(&rocks, table),
+                0,
+                "{} after flush {round}",
+                table.name()
+            );
+        }
+    }
     assert_eq!(
         level0_files(&rocks, Tables::TransactionHashNumbers),
         2,
         "a table with the default trigger keeps its flushed files in level 0"
     );
-    // The compaction runs in the background: wait for it (not a timing: a minute is far beyond
-    // what two 50-row files take).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     for table in [Tables::AccountsHistory, Tables::StoragesHistory] {
-        while level0_files(&rocks, table) > 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{} still has level-0 files",
-                table.name()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
         let tx = rocks.begin_ro().expect("ro");
         let mut cur = tx.cursor(table).expect("cursor");
         let mut rows = 0;
@@ -147,10 +156,10 @@ fn history_tables_compact_each_flushed_file_away() {
     }
 }
 
-/// `history_level0_compaction_trigger` (and its environment variable) gives the history tables
-/// RocksDB's default back: then their flushed files stay in level 0 like any table's.
+/// With `history_level0_compaction_trigger` at 4 (RocksDB's default) the history tables keep
+/// their flushed files in level 0 like any table.
 #[test]
-fn the_history_trigger_is_an_option() {
+fn history_tables_keep_level0_files_with_trigger_4() {
     let dir = tempfile::tempdir().expect("tmp");
     let rocks = RocksEngine::open(
         dir.path(),
@@ -161,9 +170,11 @@ fn the_history_trigger_is_an_option() {
         },
     )
     .expect("open");
-    two_flushes(&rocks, &HISTORY_AND_TX_HASHES);
-    // Give a compaction, were one scheduled, time to finish.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(rocks.history_level0_compaction_trigger(), 4);
+    for round in 0u8..2 {
+        commit_and_flush(&rocks, &HISTORY_AND_TX_HASHES, round);
+    }
+    settle(&rocks);
     for table in HISTORY_AND_TX_HASHES {
         assert_eq!(level0_files(&rocks, table), 2, "{}", table.name());
     }

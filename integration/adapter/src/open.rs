@@ -69,9 +69,8 @@ pub fn open_hybrid_with(
         target: "reth_hybrid",
         recovery = ?hybrid.recovered().action,
         rocksdb_sync = ?hybrid.follower_sync(),
-        // The options the engine opened with (RETH_HYBRID_ROCKSDB_HISTORY_L0_TRIGGER).
-        rocksdb_history_l0_trigger = reth_hybrid_rocksdb::RocksOptions::default()
-            .history_level0_compaction_trigger,
+        // RETH_HYBRID_ROCKSDB_HISTORY_L0_TRIGGER, as the engine opened with it.
+        rocksdb_history_l0_trigger = hybrid.follower().history_level0_compaction_trigger(),
         rocksdb_tables = ?hybrid.layout().tables_in(reth_hybrid_api::EngineKind::RocksDb).collect::<Vec<_>>(),
         "opened the hybrid database"
     );

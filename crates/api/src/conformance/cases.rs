@@ -329,6 +329,17 @@ pub fn dup_count_counts_the_current_keys_rows_without_moving<E: RawEngine>(e: &E
     assert_eq!(c.next_no_dup().expect("next_no_dup"), pair(dk(2), &[0x01]));
     assert_eq!(c.dup_count().expect("count"), 1);
     assert_eq!(c.next().expect("next"), pair(dk(3), &[0x0b]));
+
+    // Past the end and after a delete the count is MDBX's page layout's business, but the
+    // cursor still does not move.
+    let mut p = tx.cursor_mut(PLAIN).expect("c");
+    assert_eq!(p.seek(&pk(7)).expect("seek"), None);
+    p.dup_count().expect("count");
+    assert_eq!(p.prev().expect("prev"), pair(pk(6), &[0x60]));
+    p.seek_exact(&pk(4)).expect("seek");
+    p.delete_current().expect("delete");
+    p.dup_count().expect("count");
+    assert_eq!(p.next().expect("next"), pair(pk(6), &[0x60]));
 }
 
 pub fn insert_existing_fails_and_positions_on_existing<E: RawEngine>(e: &E) {
