@@ -87,6 +87,19 @@ fn open(datadir: &Path) -> MdbxEngine {
     MdbxEngine::open(datadir, MdbxOptions::read_write()).expect("mdbx")
 }
 
+/// Whether the datadir's stored storage settings still say v2 (no adoption switched it).
+fn settings_say_v2(datadir: &Path) -> bool {
+    let engine = MdbxEngine::open_read_only(datadir).expect("mdbx");
+    let tx = engine.begin_ro().expect("ro");
+    let bytes =
+        reth_hybrid_hybrid::control::get_bytes(&tx, reth_hybrid_api::models::STORAGE_SETTINGS_KEY)
+            .expect("get")
+            .expect("settings");
+    reth_hybrid_api::models::StorageSettings::from_json_bytes(&bytes)
+        .expect("json")
+        .storage_v2
+}
+
 fn clear(engine: &MdbxEngine, tables: &[Tables]) {
     let tx = engine.begin_rw().expect("rw");
     for table in tables {
@@ -1169,18 +1182,8 @@ fn changesets_that_differ_from_the_static_files_counts_stop_before_the_switch() 
         "{err}"
     );
     // Still the v2 datadir it was: the switch did not happen.
-    let engine = MdbxEngine::open_read_only(v2.path()).expect("mdbx");
-    let tx = engine.begin_ro().expect("ro");
-    let settings =
-        reth_hybrid_hybrid::control::get_bytes(&tx, reth_hybrid_api::models::STORAGE_SETTINGS_KEY)
-            .expect("get")
-            .expect("settings");
-    assert!(
-        reth_hybrid_api::models::StorageSettings::from_json_bytes(&settings)
-            .expect("json")
-            .storage_v2
-    );
-    assert_eq!(tx.entries(Tables::PlainAccountState).expect("n"), 0);
+    assert!(settings_say_v2(v2.path()));
+    assert_eq!(common::counts(v2.path(), Tables::PlainAccountState), (0, 0));
 }
 
 #[test]
@@ -1210,19 +1213,7 @@ fn static_file_rows_out_of_reths_order_are_refused_naming_the_block() {
         assert!(message.contains("out of reth's order"), "{message}");
         assert!(message.contains("still a working v2 datadir"), "{message}");
         // Nothing was switched: still a v2 datadir.
-        let engine = MdbxEngine::open_read_only(v2.path()).expect("mdbx");
-        let tx = engine.begin_ro().expect("ro");
-        let settings = reth_hybrid_hybrid::control::get_bytes(
-            &tx,
-            reth_hybrid_api::models::STORAGE_SETTINGS_KEY,
-        )
-        .expect("get")
-        .expect("settings");
-        assert!(
-            reth_hybrid_api::models::StorageSettings::from_json_bytes(&settings)
-                .expect("json")
-                .storage_v2
-        );
+        assert!(settings_say_v2(v2.path()), "{target:?}");
     }
 }
 
@@ -1365,19 +1356,6 @@ fn killed_at_every_step(target: AdoptTarget) {
         (AdoptTarget::Hybrid, "AdoptCopyAfterCommit") => ("AdoptIngestAfterFile", passes),
         _ => (point, passes),
     });
-    let settings_v2 = |dir: &Path| {
-        let engine = MdbxEngine::open_read_only(dir).expect("mdbx");
-        let tx = engine.begin_ro().expect("ro");
-        let bytes = reth_hybrid_hybrid::control::get_bytes(
-            &tx,
-            reth_hybrid_api::models::STORAGE_SETTINGS_KEY,
-        )
-        .expect("get")
-        .expect("settings");
-        reth_hybrid_api::models::StorageSettings::from_json_bytes(&bytes)
-            .expect("json")
-            .storage_v2
-    };
     let finished = |dir: &Path, what: &str| {
         assert_same_rows(&all_rows(dir), &expected, what);
         let in_rocksdb = common::counts(dir, Tables::TransactionHashNumbers).1 > 0;
@@ -1433,7 +1411,7 @@ fn killed_at_every_step(target: AdoptTarget) {
                     .position(|(p, _)| *p == "AdoptAfterSwitch")
                     .expect("listed");
             assert_eq!(
-                settings_v2(&dir),
+                settings_say_v2(&dir),
                 !switched,
                 "{point}:{pass}: v2 until the switch, v1 after it"
             );
@@ -1808,20 +1786,7 @@ fn rows_past_the_head_are_refused(target: AdoptTarget) {
             (0, 0),
             "{target:?}: nothing of {table} landed"
         );
-        let engine = MdbxEngine::open_read_only(v2.path()).expect("mdbx");
-        let tx = engine.begin_ro().expect("ro");
-        let settings = reth_hybrid_hybrid::control::get_bytes(
-            &tx,
-            reth_hybrid_api::models::STORAGE_SETTINGS_KEY,
-        )
-        .expect("get")
-        .expect("settings");
-        assert!(
-            reth_hybrid_api::models::StorageSettings::from_json_bytes(&settings)
-                .expect("json")
-                .storage_v2,
-            "still v2"
-        );
+        assert!(settings_say_v2(v2.path()), "still v2");
     }
 }
 
