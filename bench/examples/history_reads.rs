@@ -272,6 +272,8 @@ fn node_shaped(
         dir,
         &RocksOptions {
             sync_writes: false,
+            // The shipped value even where the environment sets another.
+            history_level0_compaction_trigger: 1,
             ..RocksOptions::default()
         },
     )

@@ -304,6 +304,9 @@ fn checked<O: MdbxOpener>(
     target: AdoptTarget,
     progress: &dyn Progress,
 ) -> Result<(AdoptPlan, String), AdoptError> {
+    if target == AdoptTarget::Hybrid {
+        reth_hybrid_rocksdb::RocksOptions::check_environment()?;
+    }
     if !dd.mdbx_file().exists() {
         return Err(refused(
             dd,

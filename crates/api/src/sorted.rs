@@ -614,6 +614,9 @@ impl<S: PairStore> RawCursor for EmulatedCursor<S> {
             CursorState::At((k, _)) | CursorState::Unpinned(Some((k, _))) => k.clone(),
             _ => return Ok(0),
         };
+        if !self.dupsort() {
+            return Ok(1);
+        }
         let mut count = 0;
         let mut row = self.store.first_of_key(&key)?;
         while let Some((k, v)) = row.take().filter(|(k, _)| *k == key) {

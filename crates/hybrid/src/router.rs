@@ -632,8 +632,8 @@ impl<C: RawCursor> RawCursor for Metered<C> {
     fn seek_by_key_subkey(&mut self, key: &[u8], subkey: &[u8]) -> RawResult<Option<Vec<u8>>> {
         Metered::seek(self, |c| c.seek_by_key_subkey(key, subkey))
     }
-    /// Counted with the steps: one call in MDBX; on RocksDB a walk of the key's rows, which
-    /// only a layout routing a dupsort table there would make.
+    /// Counted with the steps: one call in MDBX; on RocksDB a walk of a dupsort key's rows
+    /// (only a layout routing a dupsort table there makes one).
     fn dup_count(&mut self) -> RawResult<u64> {
         self.step(Op::Step, |c| c.dup_count())
     }

@@ -104,6 +104,7 @@ pub struct Plan {
 /// Checks everything and returns the plan; changes nothing in the datadir.
 pub fn plan(datadir: &Path, request: &MigrateRequest) -> Result<Plan, MigrateError> {
     let dd = Datadir::new(datadir);
+    reth_hybrid_rocksdb::RocksOptions::check_environment()?;
     // It will write: a read-only datadir is refused before anything is attempted.
     reth_hybrid_hybrid::preflight::check_writable(datadir, &[datadir.join("db"), dd.rocksdb()])?;
     // Refuses a missing datadir, a live lock and an unsupported database.version.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RocksError {
-    #[error("{name}={value:?}: expected {expected}; nothing was opened")]
+    #[error("{name}={value:?}: expected {expected}; set it right or unset it")]
     Setting {
         name: &'static str,
         value: String,
@@ -89,9 +89,9 @@ impl From<RocksError> for DatabaseError {
     fn from(e: RocksError) -> Self {
         let info = DatabaseErrorInfo::new(e.to_string(), -1).with_engine("rocksdb");
         match e {
-            RocksError::Open { .. } | RocksError::MissingColumnFamily { .. } => {
-                DatabaseError::Open(info.with_source(e))
-            }
+            RocksError::Open { .. }
+            | RocksError::MissingColumnFamily { .. }
+            | RocksError::Setting { .. } => DatabaseError::Open(info.with_source(e)),
             RocksError::Commit(_) => DatabaseError::Commit(info.with_source(e)),
             _ => DatabaseError::Read(info.with_source(e)),
         }

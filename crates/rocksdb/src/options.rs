@@ -132,6 +132,13 @@ impl Default for RocksOptions {
 }
 
 impl RocksOptions {
+    /// Refuses a mistyped reth-hybrid RocksDB setting in the environment
+    /// ([`HISTORY_L0_TRIGGER_ENV`]). Commands call it before they change anything; the engine's
+    /// open checks again.
+    pub fn check_environment() -> Result<(), crate::RocksError> {
+        history_l0_trigger_from_env().map(|_| ())
+    }
+
     /// Defaults for offline datadir tools (migration, rollback): no row cache, since they clear
     /// tables with one range deletion and read by scans.
     pub fn for_bulk_tools() -> Self {

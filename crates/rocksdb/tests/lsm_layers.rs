@@ -45,8 +45,8 @@ fn layer(prefix_len: usize) -> impl Strategy<Value = Vec<(Vec<u8>, Option<u8>)>>
     )
 }
 
-/// The shipped options, whatever the environment says (a developer comparing triggers may set
-/// RETH_HYBRID_ROCKSDB_HISTORY_L0_TRIGGER).
+/// The shipped trigger, whatever valid value the environment holds (a developer comparing
+/// triggers may set RETH_HYBRID_ROCKSDB_HISTORY_L0_TRIGGER).
 fn open(dir: &std::path::Path) -> RocksEngine {
     RocksEngine::open(
         dir,

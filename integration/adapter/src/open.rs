@@ -18,6 +18,8 @@ pub type HybridNodeDb = UpstreamDatabase<HybridDb<RethMdbx, RocksEngine>>;
 /// default, or `every-commit`).
 pub fn open_hybrid(datadir: &Path, args: DatabaseArguments) -> eyre::Result<HybridNodeDb> {
     let follower_sync = FollowerSync::from_env().map_err(|e| eyre::eyre!(e))?;
+    // Before anything is created: a fresh datadir gets its MDBX before RocksDB opens.
+    reth_hybrid_rocksdb::RocksOptions::check_environment()?;
     open_hybrid_with(
         datadir,
         args,
