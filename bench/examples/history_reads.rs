@@ -8,7 +8,9 @@
 //! of rewritten last shards, as persisted blocks leave them; RocksDB's own compactions then run
 //! as they would on the node). It prints each shape, the per-lookup times side by side,
 //! RocksDB's perf context over 50 of the transactions, and the same after a full compaction
-//! (what the shape costs).
+//! (what the shape costs). `HISTORY_READS_BETWEEN_KIB` writes that much other memory between two
+//! lookups, as a node's EVM does between a trace's lookups (the engines' blocks leave the CPU's
+//! caches); `HISTORY_READS_TXS` sets the number of read transactions per round.
 //!
 //! `cargo run --profile dev -p reth-hybrid-bench --example history_reads -- <datadir>/hybrid-rocksdb [highest block]`
 //! `cargo run --profile dev -p reth-hybrid-bench --example history_reads -- synthetic`
@@ -26,7 +28,28 @@ use std::{hint::black_box, path::PathBuf, time::Instant};
 
 /// Lookups per read transaction: what one `debug_traceTransaction` made in the 2026-12-05 run.
 const PER_TX: usize = 274;
+/// Read transactions per round (`HISTORY_READS_TXS` sets another count).
 const TXS: usize = 400;
+
+fn txs() -> usize {
+    std::env::var("HISTORY_READS_TXS").map_or(TXS, |n| n.parse().expect("a number of transactions"))
+}
+
+/// KiB of other memory written between two lookups (`HISTORY_READS_BETWEEN_KIB`, default 0). On a
+/// node the EVM and the tracer run between a trace's lookups and push the engines' blocks and
+/// structures out of the CPU's caches, which a tight loop of lookups keeps hot; only the lookups
+/// are timed.
+fn between_kib() -> usize {
+    std::env::var("HISTORY_READS_BETWEEN_KIB").map_or(0, |n| n.parse().expect("KiB"))
+}
+
+/// Writes one byte of every cache line of `scratch`, evicting what was cached before it.
+fn evict(scratch: &mut [u8]) {
+    for i in (0..scratch.len()).step_by(64) {
+        scratch[i] = scratch[i].wrapping_add(1);
+    }
+    black_box(&scratch);
+}
 const HISTORY: [Tables; 2] = [Tables::AccountsHistory, Tables::StoragesHistory];
 
 type Row = (Tables, Vec<u8>, Vec<u8>);
@@ -110,7 +133,7 @@ fn last_shards(rows: &[Row]) -> Vec<&Row> {
 /// The lookup keys: a history key's prefix with a random block.
 fn lookups(last: &[&Row], highest_block: u64) -> Vec<(Tables, Vec<u8>)> {
     let mut g = KeyGen::new(3);
-    (0..PER_TX * TXS)
+    (0..PER_TX * txs())
         .map(|_| {
             let (table, key, _) = last[(g.next_u64() as usize) % last.len()];
             let mut key = key[..key.len() - 8].to_vec();
@@ -139,17 +162,22 @@ fn compact(rocks: &RocksEngine) {
     }
 }
 
-/// Mean ns per lookup over every transaction.
-fn run<E: RawEngine>(e: &E, keys: &[(Tables, Vec<u8>)]) -> f64 {
-    let start = Instant::now();
+/// Mean ns per lookup over every transaction (the lookups alone: opening each transaction and
+/// the writes of `scratch` between lookups are not timed).
+fn run<E: RawEngine>(e: &E, keys: &[(Tables, Vec<u8>)], scratch: &mut [u8]) -> f64 {
+    let mut spent = std::time::Duration::ZERO;
     for chunk in keys.chunks(PER_TX) {
         let tx = e.begin_ro().expect("ro");
         for (table, key) in chunk {
+            evict(scratch);
+            let start = Instant::now();
             let mut cur = tx.cursor(*table).expect("cursor");
             black_box(history_lookup(&mut cur, key));
+            drop(cur);
+            spent += start.elapsed();
         }
     }
-    start.elapsed().as_nanos() as f64 / keys.len() as f64
+    spent.as_nanos() as f64 / keys.len() as f64
 }
 
 /// reth v2.5.1's `history_info` on raw bytes (`providers/state/historical.rs`): the shard at or
@@ -321,12 +349,19 @@ fn side_by_side(
     mdbx: &MdbxEngine,
     keys: &[(Tables, Vec<u8>)],
 ) {
-    let warm = &keys[..PER_TX * 20];
-    run(shipped, warm);
-    run(candidate, warm);
-    run(mdbx, warm);
+    let scratch = &mut vec![0u8; between_kib() * 1024];
+    let warm = &keys[..PER_TX * 20.min(keys.len() / PER_TX)];
+    run(shipped, warm, scratch);
+    run(candidate, warm, scratch);
+    run(mdbx, warm, scratch);
     let mut rounds: Vec<[f64; 3]> = (0..3)
-        .map(|_| [run(shipped, keys), run(candidate, keys), run(mdbx, keys)])
+        .map(|_| {
+            [
+                run(shipped, keys, scratch),
+                run(candidate, keys, scratch),
+                run(mdbx, keys, scratch),
+            ]
+        })
         .collect();
     let median = |i: usize, rounds: &mut Vec<[f64; 3]>| {
         rounds.sort_by(|a, b| a[i].total_cmp(&b[i]));
@@ -346,15 +381,19 @@ fn side_by_side(
     );
     for (name, rocks) in [("as shipped", shipped), ("candidate", candidate)] {
         println!("  RocksDB perf context, {name}:");
-        perf_context(rocks, &keys[..PER_TX * 50]);
+        perf_context(
+            rocks,
+            &keys[..PER_TX * 50.min(keys.len() / PER_TX)],
+            scratch,
+        );
     }
 }
 
-fn perf_context(rocks: &RocksEngine, keys: &[(Tables, Vec<u8>)]) {
+fn perf_context(rocks: &RocksEngine, keys: &[(Tables, Vec<u8>)], scratch: &mut [u8]) {
     set_perf_stats(PerfStatsLevel::EnableTime);
     let mut ctx = PerfContext::default();
     ctx.reset();
-    run(rocks, keys);
+    run(rocks, keys, scratch);
     let n = keys.len() as f64;
     set_perf_stats(PerfStatsLevel::Disable);
     for line in ctx.report(true).split(',') {
@@ -406,9 +445,12 @@ fn main() {
     );
     let candidate_options = candidate_options();
     println!(
-        "{} rows, {} keys; candidate options {candidate_options:?}",
+        "{} rows, {} keys, {} lookups; candidate options {candidate_options:?}; {} KiB written \
+         between lookups",
         rows.len(),
-        last.len()
+        last.len(),
+        keys.len(),
+        between_kib()
     );
     println!("as shipped:");
     let (shipped, shipped_window) = node_shaped(&dir.path().join("shipped"), &all, &last, &[]);
