@@ -1,6 +1,6 @@
 //! The node's settings from the environment, as `open_hybrid` (the node's database open) reads
 //! them: a mistyped value is refused before anything is created or changed, with the variable
-//! and what it takes named; a valid one reaches the engine the node runs on.
+//! and what it takes named; valid ones reach the engine the node runs on.
 //!
 //! One test in its own binary: it sets process-wide environment variables, which other tests
 //! opening datadirs in parallel would otherwise read.
@@ -14,7 +14,7 @@ use reth_db_api::{
 };
 use reth_hybrid_adapter::{RethMdbx, open_hybrid};
 use reth_hybrid_api::test_support::{copy_of_mdbx, datadir_files, mdbx_rows};
-use reth_hybrid_hybrid::FOLLOWER_SYNC_ENV;
+use reth_hybrid_hybrid::{FOLLOWER_SYNC_ENV, FollowerSync};
 use reth_hybrid_rocksdb::HISTORY_L0_TRIGGER_ENV;
 use std::{path::Path, sync::Arc};
 
@@ -97,16 +97,20 @@ fn mistyped_settings_are_refused_before_anything_changes_and_valid_ones_reach_th
         set(name, None);
     }
 
-    // A valid trigger is the one the node's history tables get.
+    // Valid values are the ones the node's engine gets.
     set(HISTORY_L0_TRIGGER_ENV, Some("4"));
-    let db = open_hybrid(existing.path(), args()).expect("a valid setting opens");
+    set(FOLLOWER_SYNC_ENV, Some("every-commit"));
+    let db = open_hybrid(existing.path(), args()).expect("valid settings open");
     assert_eq!(
         db.engine().follower().history_level0_compaction_trigger(),
         4
     );
+    assert_eq!(db.engine().follower_sync(), FollowerSync::EveryCommit);
     drop(db);
     set(HISTORY_L0_TRIGGER_ENV, None);
-    let db = open_hybrid(existing.path(), args()).expect("the default opens");
+    set(FOLLOWER_SYNC_ENV, None);
+    let db = open_hybrid(existing.path(), args()).expect("the defaults open");
+    assert_eq!(db.engine().follower_sync(), FollowerSync::default());
     assert_eq!(
         db.engine().follower().history_level0_compaction_trigger(),
         1,
