@@ -10,7 +10,9 @@
 //! RocksDB's perf context over 50 of the transactions, and the same after a full compaction
 //! (what the shape costs). `HISTORY_READS_BETWEEN_KIB` writes that much other memory between two
 //! lookups, as a node's EVM does between a trace's lookups (the engines' blocks leave the CPU's
-//! caches); `HISTORY_READS_TXS` sets the number of read transactions per round.
+//! caches); `HISTORY_READS_TXS` sets the number of read transactions per round;
+//! `HISTORY_READS_LAST_SHARD_FIRST` also times a lookup that tries the key's last shard by a point
+//! lookup before seeking (what a reth-specific shortcut could save; not an engine path).
 //!
 //! `cargo run --profile dev -p reth-hybrid-bench --example history_reads -- <datadir>/hybrid-rocksdb [highest block]`
 //! `cargo run --profile dev -p reth-hybrid-bench --example history_reads -- synthetic`
@@ -183,6 +185,16 @@ fn clock_cost() -> f64 {
 /// each transaction and the writes of `scratch` between lookups are not timed; the clock's own
 /// cost is taken off).
 fn run<E: RawEngine>(e: &E, keys: &[(Tables, Vec<u8>)], scratch: &mut [u8]) -> f64 {
+    run_with(e, keys, scratch, history_lookup)
+}
+
+/// [`run`] with another way of looking a key up.
+fn run_with<E: RawEngine>(
+    e: &E,
+    keys: &[(Tables, Vec<u8>)],
+    scratch: &mut [u8],
+    lookup: fn(&mut <E::Tx as RawTx>::Cursor, &[u8]) -> bool,
+) -> f64 {
     let mut spent = std::time::Duration::ZERO;
     for chunk in keys.chunks(PER_TX) {
         let tx = e.begin_ro().expect("ro");
@@ -190,7 +202,7 @@ fn run<E: RawEngine>(e: &E, keys: &[(Tables, Vec<u8>)], scratch: &mut [u8]) -> f
             evict(scratch);
             let start = Instant::now();
             let mut cur = tx.cursor(*table).expect("cursor");
-            black_box(history_lookup(&mut cur, key));
+            black_box(lookup(&mut cur, key));
             drop(cur);
             spent += start.elapsed();
         }
@@ -220,6 +232,49 @@ fn history_lookup<C: RawCursor>(cur: &mut C, key: &[u8]) -> bool {
         return true;
     }
     false
+}
+
+/// The shard [`history_lookup`] settles on, by a point lookup of the key's last shard (highest
+/// block `u64::MAX`) first: reth writes a key's shards as consecutive chunks of one sorted list,
+/// each earlier shard named by its own last block, so the last shard answers every block from its
+/// first entry on. Only blocks before that entry (or keys with no last shard) need the seek.
+/// An experiment on rows that keep that invariant (no engine may assume it of arbitrary rows).
+fn history_lookup_last_shard_first<C: RawCursor>(cur: &mut C, key: &[u8]) -> bool {
+    let prefix = &key[..key.len() - 8];
+    let block = u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"));
+    let mut last = prefix.to_vec();
+    last.extend_from_slice(&u64::MAX.to_be_bytes());
+    if let Some((_, shard)) = cur.seek_exact(&last).expect("seek_exact") {
+        let shard = IntegerList::decompress(&shard).expect("a shard").0;
+        if shard.select(0).is_some_and(|first| first <= block) {
+            black_box(shard.rank(block));
+            return false;
+        }
+    }
+    history_lookup(cur, key)
+}
+
+/// The shard each way finds, so the two lookups are checked to agree on these rows.
+fn settled_shard<C: RawCursor>(cur: &mut C, key: &[u8], last_first: bool) -> Option<Vec<u8>> {
+    let prefix = &key[..key.len() - 8];
+    let block = u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"));
+    if last_first {
+        let mut last = prefix.to_vec();
+        last.extend_from_slice(&u64::MAX.to_be_bytes());
+        if let Some((k, shard)) = cur.seek_exact(&last).expect("seek_exact")
+            && IntegerList::decompress(&shard)
+                .expect("a shard")
+                .0
+                .select(0)
+                .is_some_and(|first| first <= block)
+        {
+            return Some(k);
+        }
+    }
+    cur.seek(key)
+        .expect("seek")
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with(prefix))
 }
 
 fn shape(rocks: &RocksEngine) -> String {
@@ -397,6 +452,9 @@ fn side_by_side(
         c / m,
         c / s
     );
+    if std::env::var_os("HISTORY_READS_LAST_SHARD_FIRST").is_some() {
+        last_shard_first(shipped, mdbx, keys, scratch);
+    }
     for (name, rocks) in [("as shipped", shipped), ("candidate", candidate)] {
         println!("  RocksDB perf context, {name}:");
         perf_context(
@@ -405,6 +463,48 @@ fn side_by_side(
             scratch,
         );
     }
+}
+
+/// `HISTORY_READS_LAST_SHARD_FIRST`: the seek against [`history_lookup_last_shard_first`], both
+/// engines, interleaved (medians of 3), after checking that both ways find the same shards.
+fn last_shard_first(
+    rocks: &RocksEngine,
+    mdbx: &MdbxEngine,
+    keys: &[(Tables, Vec<u8>)],
+    scratch: &mut [u8],
+) {
+    let tx = rocks.begin_ro().expect("ro");
+    for (table, key) in keys {
+        let mut cur = tx.cursor(*table).expect("cursor");
+        assert_eq!(
+            settled_shard(&mut cur, key, true),
+            settled_shard(&mut cur, key, false),
+            "the last shard first found another shard"
+        );
+    }
+    drop(tx);
+    let mut rounds: Vec<[f64; 4]> = (0..3)
+        .map(|_| {
+            [
+                run(rocks, keys, scratch),
+                run_with(rocks, keys, scratch, history_lookup_last_shard_first),
+                run(mdbx, keys, scratch),
+                run_with(mdbx, keys, scratch, history_lookup_last_shard_first),
+            ]
+        })
+        .collect();
+    let mut median = |i: usize| {
+        rounds.sort_by(|a, b| a[i].total_cmp(&b[i]));
+        rounds[1][i]
+    };
+    let (rs, rl, ms, ml) = (median(0), median(1), median(2), median(3));
+    println!(
+        "  last shard first (point lookup, seek only before its first block): RocksDB {rl:.0} ns \
+         against its seek {rs:.0} ns ({:.2}x); MDBX {ml:.0} ns against its seek {ms:.0} ns; \
+         RocksDB last-shard-first / MDBX seek {:.2}x",
+        rl / rs,
+        rl / ms
+    );
 }
 
 fn perf_context(rocks: &RocksEngine, keys: &[(Tables, Vec<u8>)], scratch: &mut [u8]) {
