@@ -193,7 +193,7 @@ fn run_with<E: RawEngine>(
     e: &E,
     keys: &[(Tables, Vec<u8>)],
     scratch: &mut [u8],
-    lookup: fn(&mut <E::Tx as RawTx>::Cursor, &[u8]) -> bool,
+    lookup: fn(&mut <E::Tx as RawTx>::Cursor, &[u8]) -> Settled,
 ) -> f64 {
     let mut spent = std::time::Duration::ZERO;
     for chunk in keys.chunks(PER_TX) {
@@ -210,71 +210,170 @@ fn run_with<E: RawEngine>(
     spent.as_nanos() as f64 / keys.len() as f64 - clock_cost()
 }
 
-/// reth v2.5.1's `history_info` on raw bytes (`providers/state/historical.rs`): the shard at or
-/// after `key`, and when the block is before the shard's first entry, `prev` to see whether an
-/// earlier shard of the same key exists. Returns whether it stepped back.
-fn history_lookup<C: RawCursor>(cur: &mut C, key: &[u8]) -> bool {
-    let prefix = &key[..key.len() - 8];
-    let block = u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"));
-    let Some((found, shard)) = cur.seek(key).expect("seek") else {
-        return false;
-    };
-    if !found.starts_with(prefix) {
-        return false;
-    }
-    let shard = IntegerList::decompress(&shard).expect("a shard").0;
+/// What a history lookup settled on: the key of the shard that answers (`None`: the key has no
+/// shard at or after the block), and whether it stepped back with `prev` to look for an earlier
+/// shard of the same key.
+struct Settled {
+    shard: Option<Vec<u8>>,
+    stepped_back: bool,
+}
+
+/// reth v2.5.1's rank step in `history_info`: whether `block` lies before the shard's first entry
+/// (then reth steps back to see whether an earlier shard of the same key exists).
+fn before_first_entry(shard: &[u8], block: u64) -> bool {
+    let shard = IntegerList::decompress(shard).expect("a shard").0;
     let mut rank = shard.rank(block);
     if rank.checked_sub(1).and_then(|r| shard.select(r)) == Some(block) {
         rank -= 1;
     }
-    if rank == 0 && shard.select(0) != Some(block) {
-        black_box(cur.prev().expect("prev"));
-        return true;
-    }
-    false
+    rank == 0 && shard.select(0) != Some(block)
 }
 
-/// The shard [`history_lookup`] settles on, by a point lookup of the key's last shard (highest
-/// block `u64::MAX`) first: reth writes a key's shards as consecutive chunks of one sorted list,
-/// each earlier shard named by its own last block, so the last shard answers every block from its
-/// first entry on. Only blocks before that entry (or keys with no last shard) need the seek.
-/// An experiment on rows that keep that invariant (no engine may assume it of arbitrary rows).
-fn history_lookup_last_shard_first<C: RawCursor>(cur: &mut C, key: &[u8]) -> bool {
+/// reth v2.5.1's `history_info` on raw bytes (`providers/state/historical.rs`): the shard at or
+/// after `key`, and when the block is before the shard's first entry, `prev` to see whether an
+/// earlier shard of the same key exists.
+fn history_lookup<C: RawCursor>(cur: &mut C, key: &[u8]) -> Settled {
     let prefix = &key[..key.len() - 8];
     let block = u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"));
-    let mut last = prefix.to_vec();
+    let Some((found, shard)) = cur.seek(key).expect("seek") else {
+        return Settled {
+            shard: None,
+            stepped_back: false,
+        };
+    };
+    if !found.starts_with(prefix) {
+        return Settled {
+            shard: None,
+            stepped_back: false,
+        };
+    }
+    let stepped_back = before_first_entry(&shard, block);
+    if stepped_back {
+        black_box(cur.prev().expect("prev"));
+    }
+    Settled {
+        shard: Some(found),
+        stepped_back,
+    }
+}
+
+/// [`history_lookup`]'s answer by a point lookup of the key's last shard (highest block
+/// `u64::MAX`) first: reth writes a key's shards as consecutive chunks of one sorted list, each
+/// earlier shard named by its own last block, so the last shard answers every block from its
+/// first entry on. Only blocks before that entry (or keys with no last shard) need the seek.
+/// An experiment on rows that keep that invariant (no engine may assume it of arbitrary rows).
+fn history_lookup_last_shard_first<C: RawCursor>(cur: &mut C, key: &[u8]) -> Settled {
+    let block = u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"));
+    let mut last = key[..key.len() - 8].to_vec();
     last.extend_from_slice(&u64::MAX.to_be_bytes());
-    if let Some((_, shard)) = cur.seek_exact(&last).expect("seek_exact") {
-        let shard = IntegerList::decompress(&shard).expect("a shard").0;
-        if shard.select(0).is_some_and(|first| first <= block) {
-            black_box(shard.rank(block));
-            return false;
-        }
+    if let Some((found, shard)) = cur.seek_exact(&last).expect("seek_exact")
+        && !before_first_entry(&shard, block)
+    {
+        return Settled {
+            shard: Some(found),
+            stepped_back: false,
+        };
     }
     history_lookup(cur, key)
 }
 
-/// The shard each way finds, so the two lookups are checked to agree on these rows.
-fn settled_shard<C: RawCursor>(cur: &mut C, key: &[u8], last_first: bool) -> Option<Vec<u8>> {
-    let prefix = &key[..key.len() - 8];
-    let block = u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"));
-    if last_first {
-        let mut last = prefix.to_vec();
-        last.extend_from_slice(&u64::MAX.to_be_bytes());
-        if let Some((k, shard)) = cur.seek_exact(&last).expect("seek_exact")
-            && IntegerList::decompress(&shard)
-                .expect("a shard")
-                .0
-                .select(0)
-                .is_some_and(|first| first <= block)
-        {
-            return Some(k);
+/// Rows of `keys` accounts with 1-6 shards each, written as reth writes them (consecutive
+/// chunks of one sorted block list, the last chunk under `u64::MAX`), so the two lookups can be
+/// checked on keys with earlier shards too (the synthetic rows have one shard per key).
+fn multi_shard_rows(keys: usize, highest_block: u64) -> Vec<Row> {
+    const PER_SHARD: usize = 4;
+    let mut g = KeyGen::new(17);
+    let mut rows = Vec::new();
+    for _ in 0..keys {
+        let address: [u8; 20] = g.bytes();
+        let mut blocks: Vec<u64> = (0..1 + g.next_u64() % 24)
+            .map(|_| 1 + g.next_u64() % highest_block)
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        let chunks: Vec<&[u64]> = blocks.chunks(PER_SHARD).collect();
+        for (i, chunk) in chunks.iter().enumerate() {
+            let highest = if i + 1 == chunks.len() {
+                u64::MAX
+            } else {
+                *chunk.last().expect("a chunk is not empty")
+            };
+            let value = compress_to_vec(&IntegerList::new(chunk.to_vec()).expect("sorted"));
+            rows.push((
+                Tables::AccountsHistory,
+                sharded_key(address, highest).to_vec(),
+                value,
+            ));
         }
     }
-    cur.seek(key)
-        .expect("seek")
-        .map(|(k, _)| k)
-        .filter(|k| k.starts_with(prefix))
+    rows.sort();
+    rows
+}
+
+/// Checks that both lookups settle on the same shard, on the measured rows and on rows with
+/// several shards per key, in RocksDB and MDBX.
+fn check_last_shard_first(
+    rocks: &RocksEngine,
+    mdbx: &MdbxEngine,
+    keys: &[(Tables, Vec<u8>)],
+    highest_block: u64,
+) {
+    fn agree<E: RawEngine>(e: &E, keys: &[(Tables, Vec<u8>)]) -> usize {
+        let tx = e.begin_ro().expect("ro");
+        for (table, key) in keys {
+            let seek = history_lookup(&mut tx.cursor(*table).expect("cursor"), key);
+            let last_first =
+                history_lookup_last_shard_first(&mut tx.cursor(*table).expect("cursor"), key);
+            assert_eq!(
+                seek.shard,
+                last_first.shard,
+                "{}: the last shard first settled on another shard",
+                e.engine_name()
+            );
+        }
+        keys.len()
+    }
+    agree(rocks, keys);
+    agree(mdbx, keys);
+    let dir = tempfile::tempdir().expect("tmp");
+    let rows = multi_shard_rows(2_000, highest_block);
+    let all: Vec<&Row> = rows.iter().collect();
+    let multi_rocks =
+        RocksEngine::open(&dir.path().join("rocks"), &RocksOptions::default()).expect("rocksdb");
+    let multi_mdbx = MdbxEngine::open(
+        &dir.path().join("mdbx"),
+        MdbxOptions::create().with_geometry(Geometry::SMALL),
+    )
+    .expect("mdbx");
+    write(&multi_rocks, &all);
+    write(&multi_mdbx, &all);
+    let last = last_shards(&rows);
+    let multi_keys = lookups(&last, highest_block);
+    let earlier = {
+        let tx = multi_mdbx.begin_ro().expect("ro");
+        multi_keys
+            .iter()
+            .filter(|(table, key)| {
+                let settled = history_lookup(&mut tx.cursor(*table).expect("cursor"), key);
+                settled
+                    .shard
+                    .is_some_and(|k| k[k.len() - 8..] != u64::MAX.to_be_bytes())
+            })
+            .count()
+    };
+    assert!(
+        earlier > 0,
+        "the multi-shard rows must answer some lookups from an earlier shard"
+    );
+    let n = agree(&multi_rocks, &multi_keys) + agree(&multi_mdbx, &multi_keys);
+    println!(
+        "  both lookups settle on the same shard: {} lookups of the measured rows per engine, and \
+         {n} over {} rows of 2,000 keys with 1-6 shards each ({earlier} of {} answered by an \
+         earlier shard)",
+        keys.len(),
+        rows.len(),
+        multi_keys.len()
+    );
 }
 
 fn shape(rocks: &RocksEngine) -> String {
@@ -421,6 +520,7 @@ fn side_by_side(
     candidate: &RocksEngine,
     mdbx: &MdbxEngine,
     keys: &[(Tables, Vec<u8>)],
+    highest_block: u64,
 ) {
     let scratch = &mut vec![0u8; between_kib() * 1024];
     let warm = &keys[..PER_TX * 20.min(keys.len() / PER_TX)];
@@ -453,7 +553,7 @@ fn side_by_side(
         c / s
     );
     if std::env::var_os("HISTORY_READS_LAST_SHARD_FIRST").is_some() {
-        last_shard_first(shipped, mdbx, keys, scratch);
+        last_shard_first(shipped, mdbx, keys, scratch, highest_block);
     }
     for (name, rocks) in [("as shipped", shipped), ("candidate", candidate)] {
         println!("  RocksDB perf context, {name}:");
@@ -472,17 +572,9 @@ fn last_shard_first(
     mdbx: &MdbxEngine,
     keys: &[(Tables, Vec<u8>)],
     scratch: &mut [u8],
+    highest_block: u64,
 ) {
-    let tx = rocks.begin_ro().expect("ro");
-    for (table, key) in keys {
-        let mut cur = tx.cursor(*table).expect("cursor");
-        assert_eq!(
-            settled_shard(&mut cur, key, true),
-            settled_shard(&mut cur, key, false),
-            "the last shard first found another shard"
-        );
-    }
-    drop(tx);
+    check_last_shard_first(rocks, mdbx, keys, highest_block);
     let mut rounds: Vec<[f64; 4]> = (0..3)
         .map(|_| {
             [
@@ -554,7 +646,9 @@ fn main() {
     let stepped_back = {
         let tx = mdbx.begin_ro().expect("ro");
         keys.iter()
-            .filter(|(table, key)| history_lookup(&mut tx.cursor(*table).expect("cursor"), key))
+            .filter(|(table, key)| {
+                history_lookup(&mut tx.cursor(*table).expect("cursor"), key).stepped_back
+            })
             .count()
     };
     println!(
@@ -585,11 +679,25 @@ fn main() {
         shape(&shipped),
         shape(&candidate)
     );
-    side_by_side("node-like", &shipped, &candidate, &mdbx, &keys);
+    side_by_side(
+        "node-like",
+        &shipped,
+        &candidate,
+        &mdbx,
+        &keys,
+        highest_block,
+    );
     compact(&shipped);
     compact(&candidate);
     println!("after a full compaction:\n{}", shape(&shipped));
-    side_by_side("compacted", &shipped, &candidate, &mdbx, &keys);
+    side_by_side(
+        "compacted",
+        &shipped,
+        &candidate,
+        &mdbx,
+        &keys,
+        highest_block,
+    );
     // Closed, their info logs are complete.
     drop((shipped, candidate));
     for (name, window) in [("shipped", shipped_window), ("candidate", candidate_window)] {
