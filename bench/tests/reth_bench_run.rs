@@ -511,6 +511,11 @@ fn run_interleaves_pairs_resets_datadirs_and_keeps_every_runs_output() {
     );
     assert!(output.join("baseline-1/disk.json").exists());
     assert_eq!(last.storage, None, "a node that names no storage");
+    // And the node's threads' CPU over the measured blocks (the stand-in node is python3, a
+    // kind of thread by the name's stem).
+    assert_eq!(last.blocks, Some(55), "260 - (200 + 5)");
+    let threads = last.threads.as_ref().expect("the node's threads were read");
+    assert!(threads.iter().any(|t| t.name == "python*"), "{threads:?}");
 
     // A hybrid datadir cannot be reset with reth's unwind (it would not unwind RocksDB).
     let mut unwind = plan.clone();

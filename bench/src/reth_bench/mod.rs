@@ -12,3 +12,4 @@ pub mod report;
 pub mod restore;
 pub mod rpc;
 pub mod stats;
+pub mod threads;

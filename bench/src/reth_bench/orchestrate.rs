@@ -11,13 +11,15 @@
 //! which must match the side's layout (v1, reth-hybrid or v2), and after the run the
 //! datadir's history must still be where the side's label says (a hybrid binary under the stock
 //! name would have moved it). The datadir's bytes per table and engine after the run are kept
-//! (`disk.json`) for the report.
+//! (`disk.json`) for the report, and so is the CPU each of the node's threads used over the
+//! measured blocks (`threads`, read from `/proc`).
 
 use crate::reth_bench::{
     guard::{GuardError, Target, check_datadir, check_paths},
     preflight::{Layout, check_layout, check_pair, inspect},
     report::{DiskRecord, RunConfig, RunRecord, SetupConfig},
     restore::{RestoreError, Swap, recover},
+    threads,
 };
 use std::{
     fs::File,
@@ -244,6 +246,11 @@ impl Node {
             .spawn()
             .map_err(io(log))?;
         Ok(Self { child })
+    }
+
+    /// The node's process group (it was started as the group's leader).
+    fn pgid(&self) -> i32 {
+        self.child.id() as i32
     }
 
     fn wait_for_port(
@@ -642,7 +649,14 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
         let cmd = bench_command(plan, setup, measured, advance, &dir);
         let command = shell_words(&cmd);
         let _ = writeln!(log, "{side} run {k}: {command}");
+        // The node's threads' CPU over the measured blocks only: warmup and shutdown excluded.
+        let cpu_before = threads::snapshot_group(node.pgid());
         let result = run_logged(cmd, "reth-bench", &dir.join("reth-bench.log"));
+        let cpu = threads::cpu_between(
+            &cpu_before,
+            &threads::snapshot_group(node.pgid()),
+            threads::ticks_per_second(),
+        );
         node.stop(plan.stop_timeout);
         result?;
         // The run wrote its blocks: its history must still be where the label says.
@@ -660,6 +674,11 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
             command,
             storage,
             disk: Some(disk),
+            blocks: Some(match plan.range {
+                Range::FromTo { to, .. } => to - (start + w),
+                Range::Advance(n) => n,
+            }),
+            threads: (!cpu.is_empty()).then_some(cpu),
         });
         if is_candidate {
             outcome.candidate.push(dir);

@@ -1,7 +1,10 @@
 //! The comparison as engineers write it up: a Markdown report (throughput, duration, total gas,
 //! latency percentiles, winner with %, configuration and command lines) and JSON for CI.
 
-use crate::reth_bench::stats::{Comparison, MetricChange, Verdict};
+use crate::reth_bench::{
+    stats::{Comparison, MetricChange, Verdict},
+    threads::ThreadCpu,
+};
 use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, fmt::Write};
 
@@ -39,6 +42,12 @@ pub struct RunRecord {
     /// The datadir's sizes after the run.
     #[serde(default)]
     pub disk: Option<DiskRecord>,
+    /// Blocks measured (warmup excluded).
+    #[serde(default)]
+    pub blocks: Option<u64>,
+    /// The node's CPU over the measured blocks, by kind of thread, most first.
+    #[serde(default)]
+    pub threads: Option<Vec<ThreadCpu>>,
 }
 
 /// A datadir's bytes after a run, per table and engine.
@@ -314,6 +323,105 @@ The tables {} keeps in RocksDB: {} there vs {} in {}: **{:.2}x**.",
     }
 }
 
+/// Mean CPU per measured block of each kind of thread over `side`'s runs, (user, system) ms.
+fn cpu_per_block(cfg: &RunConfig, side: &str) -> Option<BTreeMap<String, (f64, f64)>> {
+    let runs: Vec<(u64, &Vec<ThreadCpu>)> = cfg
+        .runs
+        .iter()
+        .filter(|r| r.side == side)
+        .filter_map(|r| Some((r.blocks.filter(|&b| b > 0)?, r.threads.as_ref()?)))
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    let n = runs.len() as f64;
+    for (blocks, rows) in runs {
+        for row in rows {
+            let cell = out.entry(row.name.clone()).or_default();
+            cell.0 += row.user_ms / blocks as f64 / n;
+            cell.1 += row.system_ms / blocks as f64 / n;
+        }
+    }
+    Some(out)
+}
+
+/// Kinds of thread shown by name; the rest are summed in one row.
+const CPU_ROWS: usize = 10;
+
+/// The CPU section: per kind of thread, each side's user and system time per measured block.
+fn cpu_section(s: &mut String, cfg: &RunConfig) {
+    let (Some(b), Some(k)) = (
+        cpu_per_block(cfg, "baseline"),
+        cpu_per_block(cfg, "candidate"),
+    ) else {
+        return;
+    };
+    let zero = (0.0, 0.0);
+    let mut names: Vec<&String> = b.keys().chain(k.keys()).collect();
+    names.sort();
+    names.dedup();
+    let total = |c: &(f64, f64)| c.0 + c.1;
+    let largest = |name: &String| {
+        total(b.get(name).unwrap_or(&zero)).max(total(k.get(name).unwrap_or(&zero)))
+    };
+    names.sort_by(|x, y| largest(y).total_cmp(&largest(x)).then(x.cmp(y)));
+    let _ = writeln!(
+        s,
+        "
+### CPU per block, by thread
+
+Each node's threads' CPU over the measured blocks (user + system, from `/proc`), in ms per \
+block, the mean of each side's runs; threads of one kind (`reth-rayon-*`) summed. On a machine \
+with few cores, CPU that persistence uses beside execution slows execution too.
+"
+    );
+    let _ = writeln!(
+        s,
+        "| thread | {} user + system | {} user + system | {} − {} |",
+        cfg.baseline.name, cfg.candidate.name, cfg.candidate.name, cfg.baseline.name
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|");
+    let cell = |c: &(f64, f64)| format!("{:.2} + {:.2}", c.0, c.1);
+    let row = |s: &mut String, name: &str, bc: (f64, f64), kc: (f64, f64)| {
+        let _ = writeln!(
+            s,
+            "| {name} | {} | {} | {:+.2} |",
+            cell(&bc),
+            cell(&kc),
+            total(&kc) - total(&bc)
+        );
+    };
+    let (mut rest_b, mut rest_k, mut all_b, mut all_k) = (zero, zero, zero, zero);
+    for (i, name) in names.iter().enumerate() {
+        let (bc, kc) = (
+            *b.get(*name).unwrap_or(&zero),
+            *k.get(*name).unwrap_or(&zero),
+        );
+        for (acc, c) in [(&mut all_b, bc), (&mut all_k, kc)] {
+            acc.0 += c.0;
+            acc.1 += c.1;
+        }
+        if i < CPU_ROWS {
+            row(s, &format!("`{name}`"), bc, kc);
+        } else {
+            for (acc, c) in [(&mut rest_b, bc), (&mut rest_k, kc)] {
+                acc.0 += c.0;
+                acc.1 += c.1;
+            }
+        }
+    }
+    if names.len() > CPU_ROWS {
+        row(
+            s,
+            &format!("{} other kinds", names.len() - CPU_ROWS),
+            rest_b,
+            rest_k,
+        );
+    }
+    row(s, "**all threads**", all_b, all_k);
+}
+
 fn mark(v: Verdict) -> &'static str {
     match v {
         Verdict::CandidateBetter => "✅",
@@ -478,6 +586,7 @@ pub fn markdown(c: &Comparison, config: Option<&RunConfig>) -> String {
             );
         }
         disk_section(&mut s, cfg);
+        cpu_section(&mut s, cfg);
         let _ = writeln!(s, "\n### Command lines\n");
         for r in &cfg.runs {
             let _ = writeln!(
@@ -500,4 +609,116 @@ pub fn json(c: &Comparison, config: Option<&RunConfig>) -> serde_json::Value {
         v["config"] = serde_json::to_value(cfg).expect("serializes");
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(side: &str, blocks: u64, threads: &[(&str, f64, f64)]) -> RunRecord {
+        RunRecord {
+            side: side.into(),
+            blocks: Some(blocks),
+            threads: Some(
+                threads
+                    .iter()
+                    .map(|&(name, user_ms, system_ms)| ThreadCpu {
+                        name: name.into(),
+                        threads: 1,
+                        user_ms,
+                        system_ms,
+                    })
+                    .collect(),
+            ),
+            ..RunRecord::default()
+        }
+    }
+
+    fn config(runs: Vec<RunRecord>) -> RunConfig {
+        RunConfig {
+            baseline: SetupConfig {
+                name: "stock-v2".into(),
+                ..SetupConfig::default()
+            },
+            candidate: SetupConfig {
+                name: "hybrid".into(),
+                ..SetupConfig::default()
+            },
+            runs,
+            ..RunConfig::default()
+        }
+    }
+
+    #[test]
+    fn cpu_per_block_is_each_sides_mean_over_its_runs() {
+        let cfg = config(vec![
+            run("baseline", 100, &[("persistence", 500.0, 100.0)]),
+            run(
+                "candidate",
+                100,
+                &[
+                    ("persistence", 800.0, 200.0),
+                    ("mdbx-rs-txn-mgr", 0.0, 900.0),
+                ],
+            ),
+            run("candidate", 200, &[("persistence", 1200.0, 200.0)]),
+            run("baseline", 50, &[("persistence", 350.0, 50.0)]),
+        ]);
+        let b = cpu_per_block(&cfg, "baseline").expect("recorded");
+        let k = cpu_per_block(&cfg, "candidate").expect("recorded");
+        // (5 + 7) / 2 user, (1 + 1) / 2 system; the candidate's (8 + 6) / 2 and (2 + 1) / 2,
+        // and a kind one run lacks counts as 0 there.
+        assert_eq!(b["persistence"], (6.0, 1.0));
+        assert_eq!(k["persistence"], (7.0, 1.5));
+        assert_eq!(k["mdbx-rs-txn-mgr"], (0.0, 4.5));
+        let mut s = String::new();
+        cpu_section(&mut s, &cfg);
+        assert!(
+            s.contains("| `mdbx-rs-txn-mgr` | 0.00 + 0.00 | 0.00 + 4.50 | +4.50 |"),
+            "{s}"
+        );
+        assert!(
+            s.contains("| `persistence` | 6.00 + 1.00 | 7.00 + 1.50 | +1.50 |"),
+            "{s}"
+        );
+        assert!(
+            s.contains("| **all threads** | 6.00 + 1.00 | 7.00 + 6.00 | +6.00 |"),
+            "{s}"
+        );
+        // persistence, 8.5 ms a block on the candidate, before the commit thread's 4.5.
+        let first = s.find("`persistence`").expect("row");
+        assert!(
+            first < s.find("mdbx-rs-txn-mgr").expect("row"),
+            "largest first: {s}"
+        );
+    }
+
+    #[test]
+    fn kinds_beyond_the_first_ten_are_summed_and_runs_without_figures_show_nothing() {
+        let many: Vec<(String, f64)> = (0..13)
+            .map(|i| (format!("t{i:02}"), 100.0 * (i + 1) as f64))
+            .collect();
+        let rows: Vec<(&str, f64, f64)> =
+            many.iter().map(|(n, ms)| (n.as_str(), *ms, 0.0)).collect();
+        let cfg = config(vec![
+            run("baseline", 100, &rows),
+            run("candidate", 100, &rows),
+        ]);
+        let mut s = String::new();
+        cpu_section(&mut s, &cfg);
+        // t00..t02 (1, 2, 3 ms a block) are the three smallest: one row of 6 ms.
+        assert!(
+            s.contains("| 3 other kinds | 6.00 + 0.00 | 6.00 + 0.00 | +0.00 |"),
+            "{s}"
+        );
+        assert!(!s.contains("`t02`") && s.contains("`t03`"), "{s}");
+        let mut none = config(vec![RunRecord {
+            side: "baseline".into(),
+            ..RunRecord::default()
+        }]);
+        none.runs.push(run("candidate", 100, &rows));
+        let mut s = String::new();
+        cpu_section(&mut s, &none);
+        assert!(s.is_empty(), "one side without figures: no section");
+    }
 }
