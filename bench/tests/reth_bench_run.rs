@@ -514,8 +514,8 @@ fn run_interleaves_pairs_resets_datadirs_and_keeps_every_runs_output() {
     // And the node's threads' CPU over the measured blocks (the stand-in node is python3, a
     // kind of thread by the name's stem).
     assert_eq!(last.blocks, Some(55), "260 - (200 + 5)");
-    let threads = last.threads.as_ref().expect("the node's threads were read");
-    assert!(threads.iter().any(|t| t.name == "python*"), "{threads:?}");
+    let cpu = last.cpu.as_ref().expect("the node's threads were read");
+    assert!(cpu.threads.iter().any(|t| t.name == "python*"), "{cpu:?}");
 
     // A hybrid datadir cannot be reset with reth's unwind (it would not unwind RocksDB).
     let mut unwind = plan.clone();

@@ -12,7 +12,7 @@
 //! datadir's history must still be where the side's label says (a hybrid binary under the stock
 //! name would have moved it). The datadir's bytes per table and engine after the run are kept
 //! (`disk.json`) for the report, and so is the CPU each of the node's threads used over the
-//! measured blocks (`threads`, read from `/proc`).
+//! measured blocks (`cpu`, read from `/proc` once the node has idled after each phase).
 
 use crate::reth_bench::{
     guard::{GuardError, Target, check_datadir, check_paths},
@@ -30,6 +30,10 @@ use std::{
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
+
+/// How long a node must stay idle to count as caught up, and the most a run waits for it.
+const SETTLE_WINDOW: Duration = Duration::from_secs(1);
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How a datadir returns to the start block before each run.
 #[derive(Debug, Clone)]
@@ -648,15 +652,42 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
         }
         let cmd = bench_command(plan, setup, measured, advance, &dir);
         let command = shell_words(&cmd);
-        let _ = writeln!(log, "{side} run {k}: {command}");
-        // The node's threads' CPU over the measured blocks only: warmup and shutdown excluded.
+        // The node's CPU over the measured blocks only: read once the warmup's blocks are
+        // persisted (the node idles), and again once the measured ones are.
+        let settle = |what: &str, log: &mut dyn Write| {
+            if !threads::wait_until_idle(node.pgid(), SETTLE_WINDOW, SETTLE_TIMEOUT) {
+                let _ = writeln!(
+                    log,
+                    "{side} run {k}: the node did not idle within {} s {what}; its CPU figures \
+                     include that work",
+                    SETTLE_TIMEOUT.as_secs()
+                );
+            }
+        };
+        settle("after the warmup", log);
         let cpu_before = threads::snapshot_group(node.pgid());
+        let _ = writeln!(log, "{side} run {k}: {command}");
         let result = run_logged(cmd, "reth-bench", &dir.join("reth-bench.log"));
-        let cpu = threads::cpu_between(
-            &cpu_before,
-            &threads::snapshot_group(node.pgid()),
-            threads::ticks_per_second(),
-        );
+        let cpu = match result {
+            Ok(()) => {
+                settle("after the last block", log);
+                let after = threads::snapshot_group(node.pgid());
+                if cpu_before.is_empty() || after.is_empty() {
+                    let _ = writeln!(
+                        log,
+                        "{side} run {k}: the node's threads could not be read from /proc; no CPU figures"
+                    );
+                    None
+                } else {
+                    Some(threads::cpu_between(
+                        &cpu_before,
+                        &after,
+                        threads::ticks_per_second(),
+                    ))
+                }
+            }
+            Err(_) => None,
+        };
         node.stop(plan.stop_timeout);
         result?;
         // The run wrote its blocks: its history must still be where the label says.
@@ -674,11 +705,8 @@ pub fn run(plan: &RunPlan, log: &mut dyn Write) -> Result<RunOutcome, RunError> 
             command,
             storage,
             disk: Some(disk),
-            blocks: Some(match plan.range {
-                Range::FromTo { to, .. } => to - (start + w),
-                Range::Advance(n) => n,
-            }),
-            threads: (!cpu.is_empty()).then_some(cpu),
+            blocks: Some(advance.unwrap_or(measured.1 - measured.0)),
+            cpu,
         });
         if is_candidate {
             outcome.candidate.push(dir);

@@ -3,7 +3,7 @@
 
 use crate::reth_bench::{
     stats::{Comparison, MetricChange, Verdict},
-    threads::ThreadCpu,
+    threads::{GroupCpu, ThreadCpu},
 };
 use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, fmt::Write};
@@ -45,9 +45,9 @@ pub struct RunRecord {
     /// Blocks measured (warmup excluded).
     #[serde(default)]
     pub blocks: Option<u64>,
-    /// The node's CPU over the measured blocks, by kind of thread, most first.
+    /// The node's CPU over the measured blocks, by kind of thread and in all.
     #[serde(default)]
-    pub threads: Option<Vec<ThreadCpu>>,
+    pub cpu: Option<GroupCpu>,
 }
 
 /// A datadir's bytes after a run, per table and engine.
@@ -323,27 +323,34 @@ The tables {} keeps in RocksDB: {} there vs {} in {}: **{:.2}x**.",
     }
 }
 
-/// Mean CPU per measured block of each kind of thread over `side`'s runs, (user, system) ms.
-fn cpu_per_block(cfg: &RunConfig, side: &str) -> Option<BTreeMap<String, (f64, f64)>> {
-    let runs: Vec<(u64, &Vec<ThreadCpu>)> = cfg
+/// Mean CPU per measured block over `side`'s runs, (user, system) ms: each kind of thread, and
+/// the node's total (exited threads included).
+type CpuPerBlock = (BTreeMap<String, (f64, f64)>, (f64, f64));
+
+fn cpu_per_block(cfg: &RunConfig, side: &str) -> Option<CpuPerBlock> {
+    let runs: Vec<(u64, &GroupCpu)> = cfg
         .runs
         .iter()
         .filter(|r| r.side == side)
-        .filter_map(|r| Some((r.blocks.filter(|&b| b > 0)?, r.threads.as_ref()?)))
+        .filter_map(|r| Some((r.blocks.filter(|&b| b > 0)?, r.cpu.as_ref()?)))
         .collect();
     if runs.is_empty() {
         return None;
     }
-    let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    let mut kinds: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    let mut total = (0.0, 0.0);
     let n = runs.len() as f64;
-    for (blocks, rows) in runs {
-        for row in rows {
-            let cell = out.entry(row.name.clone()).or_default();
-            cell.0 += row.user_ms / blocks as f64 / n;
-            cell.1 += row.system_ms / blocks as f64 / n;
+    let add = |cell: &mut (f64, f64), row: &ThreadCpu, blocks: u64| {
+        cell.0 += row.user_ms / blocks as f64 / n;
+        cell.1 += row.system_ms / blocks as f64 / n;
+    };
+    for (blocks, cpu) in runs {
+        for row in &cpu.threads {
+            add(kinds.entry(row.name.clone()).or_default(), row, blocks);
         }
+        add(&mut total, &cpu.total, blocks);
     }
-    Some(out)
+    Some((kinds, total))
 }
 
 /// Kinds of thread shown by name; the rest are summed in one row.
@@ -351,7 +358,7 @@ const CPU_ROWS: usize = 10;
 
 /// The CPU section: per kind of thread, each side's user and system time per measured block.
 fn cpu_section(s: &mut String, cfg: &RunConfig) {
-    let (Some(b), Some(k)) = (
+    let (Some((b, b_total)), Some((k, k_total))) = (
         cpu_per_block(cfg, "baseline"),
         cpu_per_block(cfg, "candidate"),
     ) else {
@@ -371,9 +378,10 @@ fn cpu_section(s: &mut String, cfg: &RunConfig) {
         "
 ### CPU per block, by thread
 
-Each node's threads' CPU over the measured blocks (user + system, from `/proc`), in ms per \
-block, the mean of each side's runs; threads of one kind (`reth-rayon-*`) summed. On a machine \
-with few cores, CPU that persistence uses beside execution slows execution too.
+Each node's CPU over the measured blocks (user + system, from `/proc`, read once the node had \
+idled after its warmup and again after its last block), in ms per block, the mean of each \
+side's runs; threads of one kind (`reth-rayon-*`) summed. On a machine with few cores, CPU \
+that persistence uses beside execution slows execution too.
 "
     );
     let _ = writeln!(
@@ -392,16 +400,12 @@ with few cores, CPU that persistence uses beside execution slows execution too.
             total(&kc) - total(&bc)
         );
     };
-    let (mut rest_b, mut rest_k, mut all_b, mut all_k) = (zero, zero, zero, zero);
+    let (mut rest_b, mut rest_k) = (zero, zero);
     for (i, name) in names.iter().enumerate() {
         let (bc, kc) = (
             *b.get(*name).unwrap_or(&zero),
             *k.get(*name).unwrap_or(&zero),
         );
-        for (acc, c) in [(&mut all_b, bc), (&mut all_k, kc)] {
-            acc.0 += c.0;
-            acc.1 += c.1;
-        }
         if i < CPU_ROWS {
             row(s, &format!("`{name}`"), bc, kc);
         } else {
@@ -419,7 +423,12 @@ with few cores, CPU that persistence uses beside execution slows execution too.
             rest_k,
         );
     }
-    row(s, "**all threads**", all_b, all_k);
+    row(
+        s,
+        "**the whole node** (threads that exited too)",
+        b_total,
+        k_total,
+    );
 }
 
 fn mark(v: Verdict) -> &'static str {
@@ -615,21 +624,28 @@ pub fn json(c: &Comparison, config: Option<&RunConfig>) -> serde_json::Value {
 mod tests {
     use super::*;
 
-    fn run(side: &str, blocks: u64, threads: &[(&str, f64, f64)]) -> RunRecord {
+    /// A run whose kinds of thread are `threads` and whose node in all used their sum plus
+    /// `exited` user ms.
+    fn run(side: &str, blocks: u64, threads: &[(&str, f64, f64)], exited: f64) -> RunRecord {
+        let threads: Vec<ThreadCpu> = threads
+            .iter()
+            .map(|&(name, user_ms, system_ms)| ThreadCpu {
+                name: name.into(),
+                threads: 1,
+                user_ms,
+                system_ms,
+            })
+            .collect();
+        let total = ThreadCpu {
+            name: "all".into(),
+            threads: threads.len(),
+            user_ms: threads.iter().map(|t| t.user_ms).sum::<f64>() + exited,
+            system_ms: threads.iter().map(|t| t.system_ms).sum(),
+        };
         RunRecord {
             side: side.into(),
             blocks: Some(blocks),
-            threads: Some(
-                threads
-                    .iter()
-                    .map(|&(name, user_ms, system_ms)| ThreadCpu {
-                        name: name.into(),
-                        threads: 1,
-                        user_ms,
-                        system_ms,
-                    })
-                    .collect(),
-            ),
+            cpu: Some(GroupCpu { threads, total }),
             ..RunRecord::default()
         }
     }
@@ -652,7 +668,7 @@ mod tests {
     #[test]
     fn cpu_per_block_is_each_sides_mean_over_its_runs() {
         let cfg = config(vec![
-            run("baseline", 100, &[("persistence", 500.0, 100.0)]),
+            run("baseline", 100, &[("persistence", 500.0, 100.0)], 0.0),
             run(
                 "candidate",
                 100,
@@ -660,17 +676,21 @@ mod tests {
                     ("persistence", 800.0, 200.0),
                     ("mdbx-rs-txn-mgr", 0.0, 900.0),
                 ],
+                100.0,
             ),
-            run("candidate", 200, &[("persistence", 1200.0, 200.0)]),
-            run("baseline", 50, &[("persistence", 350.0, 50.0)]),
+            run("candidate", 200, &[("persistence", 1200.0, 200.0)], 0.0),
+            run("baseline", 50, &[("persistence", 350.0, 50.0)], 0.0),
         ]);
-        let b = cpu_per_block(&cfg, "baseline").expect("recorded");
-        let k = cpu_per_block(&cfg, "candidate").expect("recorded");
+        let (b, b_total) = cpu_per_block(&cfg, "baseline").expect("recorded");
+        let (k, k_total) = cpu_per_block(&cfg, "candidate").expect("recorded");
         // (5 + 7) / 2 user, (1 + 1) / 2 system; the candidate's (8 + 6) / 2 and (2 + 1) / 2,
         // and a kind one run lacks counts as 0 there.
         assert_eq!(b["persistence"], (6.0, 1.0));
         assert_eq!(k["persistence"], (7.0, 1.5));
         assert_eq!(k["mdbx-rs-txn-mgr"], (0.0, 4.5));
+        assert_eq!(b_total, (6.0, 1.0));
+        // The exited threads' 1 ms a block in the first run shows in the whole node only.
+        assert_eq!(k_total, (7.5, 6.0));
         let mut s = String::new();
         cpu_section(&mut s, &cfg);
         assert!(
@@ -682,15 +702,33 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("| **all threads** | 6.00 + 1.00 | 7.00 + 6.00 | +6.00 |"),
+            s.contains("| **the whole node** (threads that exited too) | 6.00 + 1.00 | 7.50 + 6.00 | +6.50 |"),
             "{s}"
         );
-        // persistence, 8.5 ms a block on the candidate, before the commit thread's 4.5.
-        let first = s.find("`persistence`").expect("row");
-        assert!(
-            first < s.find("mdbx-rs-txn-mgr").expect("row"),
-            "largest first: {s}"
-        );
+    }
+
+    #[test]
+    fn kinds_are_ordered_by_the_larger_sides_figure() {
+        // a: 10 ms on the baseline, 1 on the candidate; b: 2 and 8; c: 5 and 5. Ordered by
+        // the baseline alone: a, c, b; by the candidate alone: b, c, a; by the larger: a, b, c.
+        let cfg = config(vec![
+            run(
+                "baseline",
+                1,
+                &[("a", 10.0, 0.0), ("b", 2.0, 0.0), ("c", 5.0, 0.0)],
+                0.0,
+            ),
+            run(
+                "candidate",
+                1,
+                &[("a", 1.0, 0.0), ("b", 8.0, 0.0), ("c", 5.0, 0.0)],
+                0.0,
+            ),
+        ]);
+        let mut s = String::new();
+        cpu_section(&mut s, &cfg);
+        let at = |name: &str| s.find(&format!("| `{name}` |")).expect(name);
+        assert!(at("a") < at("b") && at("b") < at("c"), "{s}");
     }
 
     #[test]
@@ -701,8 +739,8 @@ mod tests {
         let rows: Vec<(&str, f64, f64)> =
             many.iter().map(|(n, ms)| (n.as_str(), *ms, 0.0)).collect();
         let cfg = config(vec![
-            run("baseline", 100, &rows),
-            run("candidate", 100, &rows),
+            run("baseline", 100, &rows, 0.0),
+            run("candidate", 100, &rows, 0.0),
         ]);
         let mut s = String::new();
         cpu_section(&mut s, &cfg);
@@ -716,7 +754,7 @@ mod tests {
             side: "baseline".into(),
             ..RunRecord::default()
         }]);
-        none.runs.push(run("candidate", 100, &rows));
+        none.runs.push(run("candidate", 100, &rows, 0.0));
         let mut s = String::new();
         cpu_section(&mut s, &none);
         assert!(s.is_empty(), "one side without figures: no section");
