@@ -1,6 +1,6 @@
 //! Where a node's CPU went during a run, thread by thread: user and system time of every thread
-//! of the node's process group, read from `/proc` right before and right after the measured
-//! blocks. Throughput alone cannot say why one layout persists slower on two cores; the threads
+//! of the node's process group, read from `/proc` before and after the measured blocks (each
+//! time once the node has idled, [`wait_until_idle`]). Throughput alone cannot say why one layout persists slower on two cores; the threads
 //! can (MDBX's commits run on `mdbx-rs-txn-mgr`, reth's persistence on `persistence`, RocksDB's
 //! flushes and compactions on `rocksdb:*`).
 
@@ -116,10 +116,7 @@ fn numeric_entries(dir: &Path) -> Vec<i32> {
 /// skipped (its process's totals keep its time); a process that exits between two snapshots
 /// is not counted (a node is one process).
 pub fn snapshot_group(pgid: i32) -> GroupSnapshot {
-    snapshot_group_in(Path::new("/proc"), pgid)
-}
-
-fn snapshot_group_in(proc_root: &Path, pgid: i32) -> GroupSnapshot {
+    let proc_root = Path::new("/proc");
     let mut snap = GroupSnapshot::default();
     for pid in numeric_entries(proc_root) {
         let dir = proc_root.join(pid.to_string());
